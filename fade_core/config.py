@@ -1,0 +1,357 @@
+"""The one configuration model of fade.
+
+`Config` mirrors ``params.yaml`` section by section: every option has a type, a default, bounds where
+they exist and one line of help (the ``description``), and is validated once, before any work starts.
+An unknown key or a value out of range raises :class:`ConfigError`, whose message names the dotted key
+(``train.params.alpha``), so a typo never runs silently with a default.
+
+Overrides use dotted keys, as on the command line: ``--set train.method=power --set train.params.alpha=2``.
+Values are parsed as YAML scalars (``2`` is an int, ``[1, 2]`` a list, ``null`` None).
+
+Sections:
+    data       which benchmarks to prepare and from where
+    model      the base model (a local HF path, or the built-in tiny model)
+    warmstart  pre-training of the built-in tiny model on the built-in task
+    train      one RL run: the advantage method and its parameters, the loss and the optimiser
+    rollout    sampling: engine, temperature, lengths
+    eval       checkpoint evaluation: benchmarks, samples per problem, k values
+    pipeline   the arms (method + params) and seeds that ``fade run`` compares
+    report     the report's name and figure formats
+    compute    devices, ranks, worker pools
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names every offending dotted key."""
+
+
+class Section(BaseModel):
+    """Base of every config section: unknown keys are errors, defaults are validated too."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True, validate_assignment=True)
+
+
+# --------------------------------------------------------------------------------------------- data
+class CountdownData(Section):
+    num_train: int = Field(1000, ge=1, description="Training problems of the built-in countdown task.")
+    num_test: int = Field(200, ge=1, description="Held-out problems of the built-in countdown task.")
+    num_numbers: int = Field(3, ge=2, le=5, description="Integers given per problem (each used exactly once).")
+    max_number: int = Field(9, ge=2, le=99, description="Integers are drawn uniformly from 1..max_number.")
+    min_solutions: int = Field(2, ge=1, description="Keep only targets with at least this many distinct correct expressions.")
+    seed: int = Field(0, description="Seed of the generator; the same seed gives the same problems.")
+
+
+class LiveCodeBenchData(Section):
+    version: str = Field("release_v6", description="Release tag (release_v1..release_v6) or a range 'v2..v5'.")
+    date_from: str | None = Field(None, description="Keep problems whose contest_date >= this ISO date (contamination control).")
+    date_to: str | None = Field(None, description="Keep problems whose contest_date <= this ISO date.")
+
+
+class DataConfig(Section):
+    benchmarks: list[str] = Field(["countdown", "humaneval"], description="Benchmarks that `fade prepare` writes to data/problems/.")
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per benchmark: a local file/folder in the source's native layout, or a hub dataset id.",
+    )
+    countdown: CountdownData = Field(default_factory=CountdownData, description="The built-in task.")
+    livecodebench: LiveCodeBenchData = Field(default_factory=LiveCodeBenchData, description="LiveCodeBench selection.")
+    aime_years: list[int] = Field(default_factory=list, description="AIME years to keep (empty: all).")
+    on_bad_rows: Literal["error", "drop"] = Field("error", description="Bad source rows: fail naming file/row/field, or drop and count them in the data card.")
+    decontaminate: bool = Field(False, description="Drop training problems that (near-)duplicate an evaluation problem.")
+    out_dir: str = Field("data", description="Where prepared problem tables and the data card go.")
+
+
+# -------------------------------------------------------------------------------------------- model
+class TinyModel(Section):
+    hidden_size: int = Field(128, ge=8, description="Width of the built-in Llama-style model.")
+    num_layers: int = Field(4, ge=1, description="Transformer blocks.")
+    num_heads: int = Field(4, ge=1, description="Attention heads.")
+    intermediate_size: int = Field(512, ge=8, description="MLP width.")
+    max_position: int = Field(64, ge=16, description="Longest prompt + completion in tokens.")
+
+
+class ModelConfig(Section):
+    name_or_path: str = Field("builtin:tiny", description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
+    tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
+
+
+# ---------------------------------------------------------------------------------------- warmstart
+class WarmstartConfig(Section):
+    steps: int = Field(600, ge=0, description="Supervised steps on the built-in task.")
+    batch_size: int = Field(64, ge=1, description="Examples per supervised step.")
+    lr: float = Field(3e-3, gt=0, description="AdamW learning rate of the warm start.")
+    correct_fraction: float = Field(
+        0.3, ge=0, le=1, description="Share of examples showing a correct expression for the target (the rest: a random valid one)."
+    )
+    checkpoint_every: int = Field(200, ge=1, description="Keep a checkpoint every N steps (RL from early or late ones).")
+    seed: int = Field(0, description="Seed of the warm start.")
+    out_dir: str = Field("models/base", description="Where the warm-started base model (HF format) is written.")
+
+
+# -------------------------------------------------------------------------------------------- train
+class TrainConfig(Section):
+    method: str = Field("fade", description="Advantage method, a name of fade_core.advantages.names().")
+    params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the method (alpha, delta, k, ...).")
+    seed: int = Field(0, description="Seed of this run.")
+    steps: int = Field(200, ge=1, description="RL steps (one rollout batch each).")
+    prompts_per_step: int = Field(32, ge=1, description="Prompts sampled per step.")
+    group_size: int = Field(16, ge=1, description="Rollouts per prompt (G).")
+    lr: float = Field(1e-4, gt=0, description="AdamW learning rate.")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    lr_schedule: Literal["constant", "cosine"] = Field("constant", description="After warm-up: constant or cosine decay.")
+    warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
+    ppo_epochs: int = Field(1, ge=1, description="Passes over each rollout batch.")
+    minibatches: int = Field(2, ge=1, description="Mini-batch updates per pass (several, so ratios and clipping matter).")
+    eps_low: float = Field(0.2, ge=0, description="PPO clip below: ratio >= 1 - eps_low.")
+    eps_high: float = Field(0.2, ge=0, description="PPO clip above: ratio <= 1 + eps_high (DAPO: 0.28).")
+    dual_clip: float | None = Field(None, gt=1, description="Dual-clip constant c (> 1) for negative advantages; null disables.")
+    loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = Field(
+        "token-mean", description="How token losses are aggregated."
+    )
+    kl_coef: float = Field(0.0, ge=0, description="Coefficient of the KL penalty to the reference (0 disables).")
+    kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="KL estimator.")
+    kl_target_validity: float | None = Field(
+        None, gt=0, lt=1, description="Set kl_coef from a target validity mu: beta = 1/(logit mu - logit A)."
+    )
+    entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
+    grad_clip: float = Field(1.0, gt=0, description="Gradient-norm clip.")
+    checkpoint_every: int = Field(50, ge=1, description="Save a checkpoint every N steps.")
+    rank1_every: int = Field(10, ge=1, description="Measure the rank-1 fraction of the output head's update every N steps.")
+    base_checkpoint: str | None = Field(None, description="Start from this warm-start checkpoint instead of the final base model.")
+    runs_dir: str = Field("runs", description="Where runs/<run_id>/ go.")
+
+
+# ------------------------------------------------------------------------------------------ rollout
+class RolloutConfig(Section):
+    engine: Literal["hf", "vllm"] = Field("hf", description="hf: transformers generate (CPU default); vllm: GPU.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling threshold.")
+    max_new_tokens: int = Field(16, ge=1, description="Generation budget per completion.")
+    tensor_parallel_size: int = Field(1, ge=1, description="vLLM tensor parallel size.")
+    gpu_memory_utilization: float = Field(0.5, gt=0, le=1, description="vLLM share of GPU memory.")
+
+
+# --------------------------------------------------------------------------------------------- eval
+class EvalConfig(Section):
+    benchmarks: list[str] = Field(["countdown"], description="Prepared benchmarks to evaluate checkpoints on.")
+    n_samples: int = Field(32, ge=1, description="Samples per problem (n >= the largest k).")
+    ks: list[int] = Field([1, 10, 100], description="k values of pass@k (those <= n are computed).")
+    max_problems: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each benchmark.")
+    checkpoints: Literal["all", "last"] = Field("all", description="Which checkpoints of a run to evaluate.")
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature at evaluation.")
+    results_dir: str = Field("results", description="Where the DuckDB results and exports go.")
+
+
+# ----------------------------------------------------------------------------------------- pipeline
+class Arm(Section):
+    method: str = Field(..., description="Advantage method name.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
+    label: str | None = Field(None, description="Name in tables and figures (default: method and params).")
+
+    def display(self) -> str:
+        if self.label:
+            return self.label
+        if not self.params:
+            return self.method
+        return self.method + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+
+
+class PipelineConfig(Section):
+    arms: list[Arm] = Field(
+        default_factory=lambda: [
+            Arm(method="fade"),
+            Arm(method="grpo"),
+            Arm(method="dr_grpo"),
+            Arm(method="power", params={"alpha": 2}),
+        ],
+        description="The methods that `fade run` trains and compares.",
+    )
+    seeds: list[int] = Field([0, 1], description="Seeds per arm.")
+
+
+# ------------------------------------------------------------------------------------------- report
+class ReportConfig(Section):
+    name: str = Field("default", description="reports/<name>/index.html.")
+    formats: list[Literal["png", "svg"]] = Field(["png", "svg"], description="Figure formats.")
+    out_dir: str = Field("reports", description="Where reports go.")
+
+
+# ------------------------------------------------------------------------------------------ compute
+class ComputeConfig(Section):
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available, else cpu.")
+    ranks: int = Field(1, ge=1, description="Training ranks (torchrun processes).")
+    deepspeed_config: str | None = Field(None, description="DeepSpeed JSON (infra/deepspeed/zero2.json); null trains without DeepSpeed.")
+    workers: int = Field(0, ge=0, description="Parallel workers for scoring and fan-out (0: one per core).")
+    torch_threads: int = Field(0, ge=0, description="torch intra-op threads (0: torch's default).")
+
+
+# ------------------------------------------------------------------------------------------- config
+class Config(Section):
+    """All of fade's options. Mirrors params.yaml; see each field's description."""
+
+    data: DataConfig = Field(default_factory=DataConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    warmstart: WarmstartConfig = Field(default_factory=WarmstartConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+    compute: ComputeConfig = Field(default_factory=ComputeConfig)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Config:
+        if self.eval.n_samples < min(self.eval.ks):
+            raise ValueError(f"eval.n_samples={self.eval.n_samples} is below every k in eval.ks={self.eval.ks}")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def fingerprint(self, *sections: str) -> str:
+        """Short stable hash of the given sections (all when none), for run ids and caching."""
+        d = self.to_dict()
+        if sections:
+            d = {s: d[s] for s in sections}
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
+
+
+# ------------------------------------------------------------------------------------------ loading
+def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    if not all(parts):
+        raise ConfigError(f"bad override key {key!r}: empty part")
+    cur = d
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if nxt is None:
+            nxt = cur[p] = {}
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"bad override key {key!r}: {p!r} is not a section")
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """'train.params.alpha=2' -> ('train.params.alpha', 2); values are YAML scalars."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not KEY=VALUE (e.g. train.method=power)")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    try:
+        value = yaml.safe_load(raw) if raw.strip() != "" else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {key}: cannot parse value {raw!r}: {e}") from e
+    return key, value
+
+
+def _format_errors(err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {key}: {msg} (got {e.get('input')!r})" if e["type"] != "extra_forbidden" else f"  {key}: {msg}")
+    return "invalid configuration:\n" + "\n".join(lines)
+
+
+def from_dict(d: dict[str, Any], overrides: list[str] | None = None) -> Config:
+    """Validate a raw mapping (plus dotted overrides) into a Config, or raise ConfigError naming keys."""
+    d = copy.deepcopy(d or {})
+    if not isinstance(d, dict):
+        raise ConfigError("params must be a mapping of sections")
+    for item in overrides or []:
+        key, value = parse_override(item)
+        _set_dotted(d, key, value)
+    try:
+        cfg = Config.model_validate(d)
+    except ValidationError as e:
+        raise ConfigError(_format_errors(e)) from None
+    _check_methods(cfg)
+    return cfg
+
+
+def _check_methods(cfg: Config) -> None:
+    """Validate method names and parameters against the advantage registry, naming the key."""
+    from fade_core import advantages
+
+    checks = [("train", cfg.train.method, cfg.train.params)]
+    checks += [(f"pipeline.arms.{i}", a.method, a.params) for i, a in enumerate(cfg.pipeline.arms)]
+    for where, method, params in checks:
+        try:
+            advantages.build(method, **params)
+        except ValueError as e:
+            raise ConfigError(f"invalid configuration:\n  {where}: {e}") from None
+
+
+def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Config:
+    """Read params.yaml (missing file: all defaults) and apply dotted overrides."""
+    raw: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if p.exists():
+            try:
+                raw = yaml.safe_load(p.read_text()) or {}
+            except yaml.YAMLError as e:
+                raise ConfigError(f"{p}: not valid YAML: {e}") from e
+        elif str(path) != "params.yaml":
+            raise ConfigError(f"params file {p} does not exist")
+    return from_dict(raw, overrides)
+
+
+def save(cfg: Config, path: str | Path) -> Path:
+    """Write the resolved config beside the outputs it produced."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(cfg.to_yaml())
+    return p
+
+
+def render_yaml(cfg: Config) -> str:
+    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment."""
+    lines: list[str] = [
+        "# fade parameters: one section per pipeline stage. Every key is documented here and validated",
+        "# by fade_core.config.Config; `fade params --set KEY=VALUE` shows the resolved result.",
+    ]
+
+    def scalar(v: Any) -> str:
+        return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+    def walk(model: BaseModel, indent: int) -> None:
+        for name, field in type(model).model_fields.items():
+            value = getattr(model, name)
+            pad = "  " * indent
+            help_ = f"  # {field.description}" if field.description else ""
+            if isinstance(value, BaseModel):
+                if indent == 0:
+                    lines.append("")
+                lines.append(f"{pad}{name}:{help_}")
+                walk(value, indent + 1)
+            elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+                lines.append(f"{pad}{name}:{help_}")
+                for item in value:
+                    d = {k: v for k, v in item.model_dump(mode='json').items() if v not in (None, {})}
+                    lines.append(f"{pad}  - {scalar(d)}")
+            else:
+                if isinstance(value, BaseModel):
+                    value = value.model_dump(mode="json")
+                lines.append(f"{pad}{name}: {scalar(value)}{help_}")
+
+    walk(cfg, 0)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,154 @@
+"""The rollout engine interface: sample G completions per prompt and report what the trainer needs.
+
+An engine turns ``P`` prompt strings into ``N = P * n`` sampled completions, in prompt-major order
+(sample ``j`` of prompt ``i`` is row ``i * n + j``). For every completion it returns the token ids,
+the per-token log-probabilities *of the sampling policy* (temperature and top-p applied, so that
+``exp(logprob)`` is the probability with which the token was actually drawn), the length, the finish
+reason and the decoded text. The trainer uses those log-probs as the PPO "old" log-probs, so an
+on-policy update needs no second forward pass over the batch.
+
+Engines:
+    ``hf``    fade_core.rollout.hf.HFEngine: a sampling loop over a Hugging Face causal LM with the KV
+              cache (CPU default; shares the trainer's model object, so weights are always current).
+    ``vllm``  fade_core.rollout.vllm.VLLMEngine: vLLM on GPUs; the trainer pushes weights every step
+              with :meth:`RolloutEngine.sync_weights`. Imported lazily (optional extra).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import torch
+
+FinishReason = Literal["stop", "length"]
+ENGINE_NAMES = ("hf", "vllm")
+
+
+@dataclass
+class RolloutBatch:
+    """``N = num_prompts * n`` sampled completions, prompt-major.
+
+    Shapes (``P`` prompts, ``n`` samples each, ``N = P * n``, ``T`` = longest completion in tokens):
+
+    prompts           list[str], length P: the prompt strings as given.
+    prompt_token_ids  list[list[int]], length P: each prompt's token ids (BOS included when the
+                      tokenizer adds one), exactly what the policy was conditioned on.
+    n                 int: samples per prompt.
+    prompt_index      LongTensor [N]: row -> index into ``prompts`` (``arange(N) // n``).
+    completion_ids    LongTensor [N, T]: sampled token ids, right-padded with ``pad_token_id``. A
+                      completion that stopped includes its EOS token (the policy chose it: it gets
+                      gradient and log-prob like any other token).
+    completion_mask   BoolTensor [N, T]: True on real (sampled) tokens, False on padding.
+    logprobs          FloatTensor [N, T]: log-prob of each sampled token under the sampling
+                      distribution (after temperature / top-p); 0 on padding.
+    lengths           LongTensor [N]: number of real tokens per completion (``completion_mask.sum(1)``).
+    finish_reasons    list[str], length N: "stop" (EOS sampled) or "length" (budget exhausted).
+    texts             list[str], length N: decoded completions without special tokens.
+    entropies         FloatTensor [N, T] or None: entropy (nats) of the sampling distribution at each
+                      step, 0 on padding; engines that cannot compute it cheaply return None.
+    pad_token_id      int: the id used for padding ``completion_ids``.
+    """
+
+    prompts: list[str]
+    prompt_token_ids: list[list[int]]
+    n: int
+    prompt_index: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    logprobs: torch.Tensor
+    lengths: torch.Tensor
+    finish_reasons: list[str]
+    texts: list[str]
+    entropies: torch.Tensor | None = None
+    pad_token_id: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        num = len(self.prompts) * self.n
+        if len(self.prompt_token_ids) != len(self.prompts):
+            raise ValueError(f"RolloutBatch: {len(self.prompt_token_ids)} prompt_token_ids for {len(self.prompts)} prompts")
+        for name in ("prompt_index", "lengths"):
+            t = getattr(self, name)
+            if tuple(t.shape) != (num,):
+                raise ValueError(f"RolloutBatch.{name}: shape {tuple(t.shape)}, expected ({num},)")
+        for name in ("completion_ids", "completion_mask", "logprobs") + (("entropies",) if self.entropies is not None else ()):
+            t = getattr(self, name)
+            if t.dim() != 2 or t.shape[0] != num or t.shape[1] != self.completion_ids.shape[1]:
+                raise ValueError(f"RolloutBatch.{name}: shape {tuple(t.shape)}, expected ({num}, T)")
+        if len(self.finish_reasons) != num or len(self.texts) != num:
+            raise ValueError(f"RolloutBatch: finish_reasons/texts must have {num} entries")
+
+    @property
+    def num_samples(self) -> int:
+        """N = P * n."""
+        return len(self.prompts) * self.n
+
+    def completion_token_lists(self) -> list[list[int]]:
+        """Per sample, the real completion token ids (padding removed)."""
+        return [row[:length].tolist() for row, length in zip(self.completion_ids, self.lengths.tolist(), strict=True)]
+
+    def group(self, values: torch.Tensor) -> torch.Tensor:
+        """Reshape a per-sample tensor [N, ...] to per-group [P, n, ...]."""
+        return values.reshape(len(self.prompts), self.n, *values.shape[1:])
+
+
+def empty_batch(prompts: list[str], prompt_token_ids: list[list[int]], n: int, pad_token_id: int) -> RolloutBatch:
+    """A batch with zero-length completions (for ``max_new_tokens == 0`` or no prompts)."""
+    num = len(prompts) * n
+    return RolloutBatch(
+        prompts=list(prompts),
+        prompt_token_ids=[list(p) for p in prompt_token_ids],
+        n=n,
+        prompt_index=torch.arange(num) // max(n, 1),
+        completion_ids=torch.full((num, 0), pad_token_id, dtype=torch.long),
+        completion_mask=torch.zeros((num, 0), dtype=torch.bool),
+        logprobs=torch.zeros((num, 0)),
+        lengths=torch.zeros(num, dtype=torch.long),
+        finish_reasons=["length"] * num,
+        texts=[""] * num,
+        entropies=torch.zeros((num, 0)),
+        pad_token_id=pad_token_id,
+    )
+
+
+@runtime_checkable
+class RolloutEngine(Protocol):
+    """Samples completions. ``generate`` is deterministic given ``seed`` (same engine, same weights)."""
+
+    name: str
+
+    def generate(
+        self,
+        prompts: list[str],
+        n: int,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        max_new_tokens: int = 16,
+        seed: int | None = None,
+    ) -> RolloutBatch:
+        """Sample ``n`` completions for each prompt; see :class:`RolloutBatch` for the fields."""
+        ...
+
+    def sync_weights(self, model: torch.nn.Module) -> None:
+        """Make the engine sample from ``model``'s current weights (no-op when it shares the object)."""
+        ...
+
+
+def build_engine(name: str, model: Any, tokenizer: Any, **opts: Any) -> RolloutEngine:
+    """The engine called ``name`` ("hf" or "vllm") over ``model`` and ``tokenizer``.
+
+    ``opts`` go to the engine's constructor: for "hf" ``batch_size`` (max sequences per forward, 0 =
+    all); for "vllm" ``tensor_parallel_size``, ``gpu_memory_utilization``, ``dtype``, ``max_model_len``.
+    The vllm engine is imported only when asked for, so fade runs without vllm installed.
+    """
+    if name == "hf":
+        from fade_core.rollout.hf import HFEngine
+
+        return HFEngine(model, tokenizer, **opts)
+    if name == "vllm":
+        from fade_core.rollout.vllm import VLLMEngine
+
+        return VLLMEngine(model, tokenizer, **opts)
+    raise ValueError(f"unknown rollout engine {name!r}; expected one of {ENGINE_NAMES}")

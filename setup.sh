@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up fade on a fresh machine: system packages for the sandbox, a virtualenv in .venv, and the
+# project with its test tools. Safe to run again (it only adds what is missing).
+#
+#   bash setup.sh            # CPU install (torch 2.13.0 CPU wheel, everything the tests need)
+#   FADE_EXTRAS=dev,gpu bash setup.sh   # on a GPU machine: adds vLLM (and a CUDA torch comes with it)
+set -euo pipefail
+cd "$(dirname "$0")"
+export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false DVC_NO_ANALYTICS=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# bubblewrap isolates sandboxed programs (no network, read-only filesystem); unshare is the fallback.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing bubblewrap (sandbox isolation)"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null) \
+      || echo "setup: WARNING: could not install bubblewrap; the sandbox falls back to unshare"
+  else
+    echo "setup: WARNING: bubblewrap is missing and cannot be installed here (need root + apt-get);" \
+         "the sandbox falls back to unshare"
+  fi
+fi
+
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+# torch first and pinned: the CPU wheel on local disk; any other spec pulls a multi-GB CUDA build.
+.venv/bin/pip install -q torch==2.13.0
+.venv/bin/pip install -q -e ".[${FADE_EXTRAS:-dev}]"
+echo "setup: done (.venv ready; run .venv/bin/fade --help)"

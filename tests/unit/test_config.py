@@ -1,0 +1,107 @@
+"""The one config model: params.yaml mirrors it, every bad key is named before any work starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from fade_core import config as fconfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _keys(model: type[BaseModel], prefix: str = "") -> set[str]:
+    out = set()
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out |= _keys(ann, f"{prefix}{name}.")
+        else:
+            out.add(prefix + name)
+    return out
+
+
+def _yaml_keys(d: dict, model: type[BaseModel], prefix: str = "") -> set[str]:
+    out = set()
+    for k, v in d.items():
+        field = model.model_fields.get(k)
+        ann = field.annotation if field else None
+        if isinstance(v, dict) and isinstance(ann, type) and issubclass(ann, BaseModel):
+            out |= _yaml_keys(v, ann, f"{prefix}{k}.")
+        else:
+            out.add(prefix + k)
+    return out
+
+
+def test_params_yaml_mirrors_the_model():
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert _yaml_keys(raw, fconfig.Config) == _keys(fconfig.Config)
+    fconfig.load(ROOT / "params.yaml")  # and it validates
+
+
+def test_every_field_is_documented():
+    def walk(model: type[BaseModel], prefix: str = "") -> None:
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            elif prefix:
+                assert field.description, f"{prefix}{name} has no help line"
+
+    walk(fconfig.Config)
+
+
+def test_overrides_are_typed():
+    cfg = fconfig.from_dict({}, ["train.method=power", "train.params.alpha=2", "pipeline.seeds=[3, 4]"])
+    assert cfg.train.method == "power"
+    assert cfg.train.params == {"alpha": 2} and isinstance(cfg.train.params["alpha"], int)
+    assert cfg.pipeline.seeds == [3, 4]
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        (["train.lerning_rate=1"], "train.lerning_rate"),
+        (["train.group_size=0"], "train.group_size"),
+        (["rollout.top_p=1.5"], "rollout.top_p"),
+        (["rollout.engine=tpu"], "rollout.engine"),
+        (["nosection.x=1"], "nosection"),
+        (["train.method=nonsense"], "train"),
+        (["train.method=power", "train.params.alpah=2"], "train"),
+        (["eval.n_samples=4", "eval.ks=[10, 100]"], "n_samples"),
+    ],
+)
+def test_bad_keys_are_named(overrides, named):
+    with pytest.raises(fconfig.ConfigError) as e:
+        fconfig.from_dict({}, overrides)
+    assert named in str(e.value)
+
+
+def test_bad_override_syntax():
+    with pytest.raises(fconfig.ConfigError, match="KEY=VALUE"):
+        fconfig.from_dict({}, ["train.method"])
+
+
+def test_missing_params_file_is_an_error(tmp_path):
+    with pytest.raises(fconfig.ConfigError, match="does not exist"):
+        fconfig.load(tmp_path / "nope.yaml")
+
+
+def test_fingerprint_changes_with_config():
+    a = fconfig.from_dict({})
+    b = fconfig.from_dict({}, ["train.lr=0.5"])
+    assert a.fingerprint() == fconfig.from_dict({}).fingerprint()
+    assert a.fingerprint() != b.fingerprint()
+    assert a.fingerprint("data") == b.fingerprint("data")
+
+
+def test_save_round_trip(tmp_path):
+    cfg = fconfig.from_dict({}, ["train.method=asym_grpo", "train.params.delta=0.5"])
+    path = fconfig.save(cfg, tmp_path / "config.yaml")
+    assert fconfig.load(path) == cfg
+    rendered = tmp_path / "params.yaml"
+    rendered.write_text(fconfig.render_yaml(cfg))
+    assert fconfig.load(rendered) == cfg
