@@ -69,6 +69,10 @@ class DataConfig(Section):
     aime_years: list[int] = Field(default_factory=list, description="AIME years to keep (empty: all).")
     on_bad_rows: Literal["error", "drop"] = Field("error", description="Bad source rows: fail naming file/row/field, or drop and count them in the data card.")
     decontaminate: bool = Field(False, description="Drop training problems that (near-)duplicate an evaluation problem.")
+    decontamination_ngram: int = Field(8, ge=1, le=64, description="Word n-gram length for the duplicate check.")
+    decontamination_threshold: float = Field(
+        0.5, gt=0, le=1, description="Shared n-grams / the smaller statement's n-grams at which a pair is a near duplicate."
+    )
     out_dir: str = Field("data", description="Where prepared problem tables and the data card go.")
 
 
@@ -152,6 +156,12 @@ class EvalConfig(Section):
     checkpoints: Literal["all", "last"] = Field("all", description="Which checkpoints of a run to evaluate.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature at evaluation.")
     results_dir: str = Field("results", description="Where the DuckDB results and exports go.")
+    split: str = Field("test", min_length=1, description="Split of each benchmark's problem table to evaluate ('all': every row).")
+    seed: int = Field(0, description="Sampling seed of evaluation (same seed, same checkpoint: same samples).")
+    max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens).")
+    prompts_per_batch: int = Field(16, ge=1, description="Problems sampled per engine call (n samples each).")
+    skip_existing: bool = Field(False, description="Keep results already stored for a (run, benchmark, step) with the same n_samples.")
+    flag_n_per_k: float = Field(2.0, ge=1, description="Flag pass@k estimated from fewer than flag_n_per_k * k samples of a problem.")
 
 
 # ----------------------------------------------------------------------------------------- pipeline
@@ -186,6 +196,9 @@ class ReportConfig(Section):
     name: str = Field("default", description="reports/<name>/index.html.")
     formats: list[Literal["png", "svg"]] = Field(["png", "svg"], description="Figure formats.")
     out_dir: str = Field("reports", description="Where reports go.")
+    title: str = Field("fade report", min_length=1, description="Title of the HTML report.")
+    tensorboard: bool = Field(True, description="Also write every run's training record as TensorBoard event files (reports/<name>/tensorboard).")
+    wandb: bool = Field(False, description="Also write W&B offline runs (reports/<name>/wandb) when wandb is installed.")
 
 
 # ------------------------------------------------------------------------------------------ compute

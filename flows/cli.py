@@ -26,7 +26,13 @@ app = typer.Typer(
 )
 
 # Stage modules that register commands; listed in pipeline order.
-COMMAND_MODULES = ["flows.params"]
+COMMAND_MODULES = [
+    "flows.params",
+    "flows.atlas",
+    "flows.evaluate",
+    "flows.aggregate",
+    "flows.report",
+]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)

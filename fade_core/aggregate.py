@@ -1,0 +1,505 @@
+"""Aggregation: evaluated samples -> pass@k and the derived tables, all in DuckDB SQL.
+
+Input: the view ``samples`` of :class:`fade_core.store.ResultsStore` (one row per sample) and,
+optionally, the training records of ``runs/*/`` (metrics.duckdb table ``train_steps`` or
+metrics.jsonl). Output: DuckDB tables (exported as parquet, CSV for DVC plots and ``metrics.json``).
+
+pass@k is the unbiased estimator of Chen et al. (2021) from ``n`` samples with ``c`` correct::
+
+    pass@k = 1 - C(n-c, k) / C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k/i)      (k <= n)
+
+written in SQL as ``1 - coalesce(list_product(list_transform(range(n-c+1, n+1), lambda i: 1.0 - k/i)), 1.0)``.
+The ``coalesce`` matters: for c = 0 the product is empty, which DuckDB returns as NULL, and pass@k is 0.
+When n - c < k one factor is exactly 0 and pass@k is exactly 1. It is never a bootstrap or max-over-n.
+
+Tables (each a DuckDB table of the same name; see :data:`TABLES`):
+
+    problem_stats     per (run, step, benchmark, problem): n, c, mean reward, distinct correct solutions
+    pass_at_k_problem per problem and k <= n: pass@k
+    pass_at_k         mean pass@k per run, method, seed, step, benchmark, difficulty bucket ('all' = every
+                      problem), with flags: too_few_samples (some problem has n < flag_n_per_k * k) and
+                      incomplete (some problem has n < k and is left out)
+    pass_at_k_seeds   mean, sample std, min, max over seeds per method, step, benchmark, bucket, k
+    frontier          accuracy-diversity frontier: per method and step, mean pass@1 against mean pass@k (k > 1),
+                      pareto = no other (method, step) point is at least as good on both and better on one
+    peak              per run: the first step reaching its peak pass@1, the peak and the final pass@1
+    peak_by_method    mean / std over seeds of the peak step and peak pass@1
+    fade_lead         per benchmark: how many steps earlier (mean peak step) each FADE method peaks than
+                      the best static baseline (the non-FADE trained method with the highest mean peak pass@1)
+    distinct_correct  per method, step, benchmark: mean number of distinct correct solutions per problem
+    comparisons       at each benchmark's last common step: every pair of methods, the difference of mean
+                      pass@k, the seed-to-seed spread sqrt(sd_a^2 + sd_b^2) and whether |diff| exceeds it
+    runs              run_id, method, seed, advantage (the registry name), is_fade, trained
+    train_steps       the training records of every run (wide, as written by the trainer)
+    train_curves      the same in long form (run_id, method, seed, step, metric, value), numeric metrics only
+    eval_train        pass@1 per run and step joined with the training record of that step
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import yaml
+
+from fade_core.store import ResultsStore, atomic_duckdb, atomic_write_bytes
+
+DEFAULT_KS = (1, 10, 100)
+RUN_ID_RE = re.compile(r"^(?P<label>.+)-s(?P<seed>-?\d+)-(?P<hash>[0-9a-f]{8})$")
+UNTRAINED_METHODS = ("base", "sft", "warmstart")
+
+TABLES = (
+    "runs",
+    "problem_stats",
+    "pass_at_k_problem",
+    "pass_at_k",
+    "pass_at_k_seeds",
+    "frontier",
+    "peak",
+    "peak_by_method",
+    "fade_lead",
+    "distinct_correct",
+    "comparisons",
+    "train_steps",
+    "train_curves",
+    "eval_train",
+)
+
+
+def pass_at_k_sql(n: str, c: str, k: str) -> str:
+    """The SQL expression of unbiased pass@k for column expressions ``n``, ``c`` and ``k`` (k <= n)."""
+    return f"(1.0 - coalesce(list_product(list_transform(range(({n}) - ({c}) + 1, ({n}) + 1), lambda i: 1.0 - ({k}) / i)), 1.0))"
+
+
+def normalise_completion_sql(col: str = "completion") -> str:
+    """SQL that maps a completion to its comparison form for "distinct" counting (trimmed, whitespace runs -> one space)."""
+    return f"regexp_replace(trim({col}), '\\s+', ' ', 'g')"
+
+
+def parse_run_id(run_id: str) -> tuple[str, int | None]:
+    """``"<label>-s<seed>-<8 hex>"`` -> (label, seed); anything else -> (run_id, None)."""
+    m = RUN_ID_RE.match(run_id)
+    if not m:
+        return run_id, None
+    return m.group("label"), int(m.group("seed"))
+
+
+# ------------------------------------------------------------------------------- training records
+def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Scalars kept, nested dicts flattened with '.', lists and other containers dropped."""
+    out: dict[str, Any] = {}
+    for k, v in record.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        elif v is None or isinstance(v, bool | int | float | str):
+            out[key] = v
+    return out
+
+
+def read_metrics_jsonl(path: Path) -> pd.DataFrame:
+    """A run's metrics.jsonl as a frame (one row per line). A torn last line (a writer mid-append) is skipped;
+    a bad line elsewhere raises naming the file and line."""
+    lines = path.read_text().splitlines()
+    rows = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            if i == len(lines):
+                break
+            raise ValueError(f"{path}:{i}: not valid JSON: {e}") from e
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{i}: expected a JSON object per line")
+        rows.append(_flatten(rec))
+    return pd.DataFrame(rows)
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    p = run_dir / "config.yaml"
+    if not p.exists():
+        return {}
+    try:
+        return yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ValueError(f"{p}: not valid YAML: {e}") from e
+
+
+def read_train_steps(run_dir: Path) -> pd.DataFrame:
+    """One run's per-step training record: metrics.duckdb (table train_steps) when it can be opened
+    read-only, else metrics.jsonl (a trainer holding the DuckDB file's write lock is still running)."""
+    db = run_dir / "metrics.duckdb"
+    df = None
+    if db.exists():
+        try:
+            with duckdb.connect(str(db), read_only=True) as con:
+                df = con.execute("SELECT * FROM train_steps ORDER BY step").df()
+        except duckdb.Error:
+            df = None
+    if df is None and (run_dir / "metrics.jsonl").exists():
+        df = read_metrics_jsonl(run_dir / "metrics.jsonl")
+    if df is None or df.empty:
+        return pd.DataFrame()
+    if "step" not in df.columns:
+        raise ValueError(f"{run_dir}: training record has no 'step' column")
+    cfg = read_run_config(run_dir)
+    label, seed = parse_run_id(run_dir.name)
+    df = df.copy()
+    df["run_id"] = run_dir.name
+    if "method" not in df.columns:
+        df["method"] = label
+    if "seed" not in df.columns:
+        df["seed"] = seed if seed is not None else (cfg.get("train") or {}).get("seed")
+    # several lines for one step (a resumed run re-logs): keep the last
+    df = df.drop_duplicates("step", keep="last").sort_values("step")
+    return df.reset_index(drop=True)
+
+
+def load_training_records(runs_dir: str | Path | None) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """(every run's train_steps stacked, {run_id: config dict}) for ``runs_dir/*/``."""
+    if runs_dir is None or not Path(runs_dir).is_dir():
+        return pd.DataFrame(), {}
+    frames, configs = [], {}
+    for run_dir in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
+        configs[run_dir.name] = read_run_config(run_dir)
+        df = read_train_steps(run_dir)
+        if not df.empty:
+            frames.append(df)
+    if not frames:
+        return pd.DataFrame(), configs
+    return pd.concat(frames, ignore_index=True, sort=False), configs
+
+
+# --------------------------------------------------------------------------------------- the build
+@dataclass
+class AggregateOptions:
+    """ks: k values (each computed where k <= n); flag_n_per_k: pass@k from fewer than flag_n_per_k * k
+    samples of some problem is flagged; fade_methods: advantage names counted as FADE."""
+
+    ks: Sequence[int] = DEFAULT_KS
+    flag_n_per_k: float = 2.0
+    fade_methods: Sequence[str] = ("fade",)
+    untrained_methods: Sequence[str] = UNTRAINED_METHODS
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _runs_table(con: duckdb.DuckDBPyConnection, configs: dict[str, dict[str, Any]], opts: AggregateOptions) -> None:
+    ids = con.execute("SELECT DISTINCT run_id, method, seed FROM samples ORDER BY ALL").fetchall()
+    rows = []
+    for run_id, method, seed in ids:
+        train = (configs.get(run_id) or {}).get("train") or {}
+        advantage = train.get("method") or re.split(r"[(\[]", method, maxsplit=1)[0]
+        trained = advantage not in opts.untrained_methods
+        rows.append(dict(run_id=run_id, method=method, seed=int(seed), advantage=advantage,
+                         is_fade=advantage in opts.fade_methods, trained=trained))
+    df = pd.DataFrame(rows, columns=["run_id", "method", "seed", "advantage", "is_fade", "trained"])
+    con.register("runs_df", df)
+    con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM runs_df")
+    con.unregister("runs_df")
+
+
+def _train_tables(con: duckdb.DuckDBPyConnection, train: pd.DataFrame) -> None:
+    if train.empty:
+        con.execute("CREATE OR REPLACE TABLE train_steps (run_id VARCHAR, method VARCHAR, seed BIGINT, step BIGINT)")
+        con.execute("CREATE OR REPLACE TABLE train_curves (run_id VARCHAR, method VARCHAR, seed BIGINT, step BIGINT, "
+                    "metric VARCHAR, value DOUBLE)")
+        return
+    ids = ["run_id", "method", "seed", "step"]
+    train = train[ids + [c for c in train.columns if c not in ids]]
+    con.register("train_df", train)
+    con.execute("CREATE OR REPLACE TABLE train_steps AS SELECT * FROM train_df")
+    con.unregister("train_df")
+    numeric = [c for c in train.columns if c not in ids and pd.api.types.is_numeric_dtype(train[c])
+               and not pd.api.types.is_bool_dtype(train[c])]
+    if not numeric:
+        con.execute("CREATE OR REPLACE TABLE train_curves AS SELECT run_id, method, seed, step, "
+                    "NULL::VARCHAR AS metric, NULL::DOUBLE AS value FROM train_steps WHERE false")
+        return
+    cols = ", ".join(f'"{c}"' for c in numeric)
+    casts = ", ".join(f'CAST("{c}" AS DOUBLE) AS "{c}"' for c in numeric)
+    con.execute(
+        f"""CREATE OR REPLACE TABLE train_curves AS
+        SELECT run_id, method, CAST(seed AS BIGINT) AS seed, CAST(step AS BIGINT) AS step, metric, value FROM (
+            UNPIVOT (SELECT run_id, method, seed, step, {casts} FROM train_steps)
+            ON {cols} INTO NAME metric VALUE value)
+        WHERE value IS NOT NULL AND isfinite(value)
+        ORDER BY run_id, metric, step"""
+    )
+
+
+def build_tables(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    opts: AggregateOptions | None = None,
+    train: pd.DataFrame | None = None,
+    configs: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
+    """Create every table of :data:`TABLES` in ``con``, which must have the view/table ``samples``.
+
+    Returns the table names. All pass@k arithmetic is SQL (see :func:`pass_at_k_sql`).
+    """
+    opts = opts or AggregateOptions()
+    ks = sorted({int(k) for k in opts.ks})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {list(opts.ks)}")
+    ks_sql = "[" + ", ".join(str(k) for k in ks) + "]"
+    _runs_table(con, configs or {}, opts)
+    _train_tables(con, train if train is not None else pd.DataFrame())
+
+    con.execute(
+        f"""CREATE OR REPLACE TABLE problem_stats AS
+        SELECT run_id, method, seed, step, benchmark, problem_id,
+               coalesce(any_value(difficulty_level), 'unknown') AS difficulty_level,
+               count(*)::BIGINT AS n,
+               sum(CASE WHEN passed THEN 1 ELSE 0 END)::BIGINT AS c,
+               avg(reward) AS mean_reward,
+               count(DISTINCT CASE WHEN passed THEN {normalise_completion_sql()} END)::BIGINT AS distinct_correct,
+               avg(tokens) AS mean_tokens,
+               avg(latency_s) AS mean_latency_s
+        FROM samples GROUP BY run_id, method, seed, step, benchmark, problem_id"""
+    )
+    con.execute(
+        f"""CREATE OR REPLACE TABLE pass_at_k_problem AS
+        SELECT p.run_id, p.method, p.seed, p.step, p.benchmark, p.problem_id, p.difficulty_level, p.n, p.c,
+               k.k, {pass_at_k_sql('p.n', 'p.c', 'k.k')} AS pass_at_k
+        FROM problem_stats p CROSS JOIN (SELECT unnest({ks_sql}) AS k) k
+        WHERE k.k <= p.n"""
+    )
+    # buckets: every difficulty level plus 'all'; flags against the problems of that bucket
+    con.execute(
+        f"""CREATE OR REPLACE TABLE pass_at_k AS
+        WITH bucketed AS (
+            SELECT *, difficulty_level AS bucket FROM problem_stats
+            UNION ALL SELECT *, 'all' AS bucket FROM problem_stats
+        ), per_k AS (
+            SELECT b.run_id, b.method, b.seed, b.step, b.benchmark, b.bucket, k.k,
+                   avg(CASE WHEN k.k <= b.n THEN {pass_at_k_sql('b.n', 'b.c', 'k.k')} END) AS pass_at_k,
+                   count(*) FILTER (WHERE k.k <= b.n) AS num_problems,
+                   count(*) AS bucket_problems,
+                   min(b.n) AS min_n
+            FROM bucketed b CROSS JOIN (SELECT unnest({ks_sql}) AS k) k
+            GROUP BY ALL
+        )
+        SELECT *, min_n < {float(opts.flag_n_per_k)} * k AS too_few_samples,
+               num_problems < bucket_problems AS incomplete
+        FROM per_k WHERE num_problems > 0
+        ORDER BY benchmark, bucket, k, method, seed, step"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE pass_at_k_seeds AS
+        SELECT method, step, benchmark, bucket, k,
+               avg(pass_at_k) AS mean, stddev_samp(pass_at_k) AS std, min(pass_at_k) AS min, max(pass_at_k) AS max,
+               count(*) AS num_seeds, list(seed ORDER BY seed) AS seeds,
+               bool_or(too_few_samples) AS too_few_samples, bool_or(incomplete) AS incomplete,
+               sum(num_problems) AS num_problem_evals
+        FROM pass_at_k GROUP BY ALL ORDER BY benchmark, bucket, k, method, step"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE frontier AS
+        WITH pts AS (
+            SELECT a.method, a.step, a.benchmark, b.k, a.mean AS pass_at_1, b.mean AS pass_at_k,
+                   a.std AS pass_at_1_std, b.std AS pass_at_k_std, a.num_seeds,
+                   a.step = max(a.step) OVER (PARTITION BY a.method, a.benchmark) AS is_final
+            FROM pass_at_k_seeds a JOIN pass_at_k_seeds b
+              ON a.method = b.method AND a.step = b.step AND a.benchmark = b.benchmark AND a.bucket = b.bucket
+            WHERE a.bucket = 'all' AND a.k = 1 AND b.k > 1
+        )
+        SELECT p.*, NOT EXISTS (
+            SELECT 1 FROM pts q WHERE q.benchmark = p.benchmark AND q.k = p.k
+              AND q.pass_at_1 >= p.pass_at_1 AND q.pass_at_k >= p.pass_at_k
+              AND (q.pass_at_1 > p.pass_at_1 OR q.pass_at_k > p.pass_at_k)) AS pareto
+        FROM pts p ORDER BY benchmark, k, method, step"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE peak AS
+        WITH p1 AS (
+            SELECT run_id, method, seed, benchmark, step, pass_at_k AS pass_at_1 FROM pass_at_k
+            WHERE bucket = 'all' AND k = 1
+        )
+        SELECT run_id, method, seed, benchmark,
+               arg_min(step, struct_pack(neg := -pass_at_1, s := step)) AS peak_step,
+               max(pass_at_1) AS peak_pass_at_1,
+               arg_max(pass_at_1, step) AS final_pass_at_1,
+               max(step) AS final_step, count(*) AS num_steps
+        FROM p1 GROUP BY run_id, method, seed, benchmark ORDER BY benchmark, method, seed"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE peak_by_method AS
+        SELECT p.method, p.benchmark, any_value(r.advantage) AS advantage, bool_or(r.is_fade) AS is_fade,
+               bool_or(r.trained) AS trained,
+               avg(peak_step) AS mean_peak_step, stddev_samp(peak_step) AS std_peak_step,
+               avg(peak_pass_at_1) AS mean_peak_pass_at_1, stddev_samp(peak_pass_at_1) AS std_peak_pass_at_1,
+               avg(final_pass_at_1) AS mean_final_pass_at_1, count(*) AS num_seeds
+        FROM peak p JOIN runs r USING (run_id) GROUP BY p.method, p.benchmark ORDER BY benchmark, method"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE fade_lead AS
+        WITH best_static AS (
+            SELECT benchmark, arg_max(method, mean_peak_pass_at_1) AS baseline
+            FROM peak_by_method WHERE NOT is_fade AND trained GROUP BY benchmark
+        )
+        SELECT f.benchmark, f.method, b.baseline,
+               f.mean_peak_step AS fade_peak_step, s.mean_peak_step AS baseline_peak_step,
+               s.mean_peak_step - f.mean_peak_step AS steps_earlier,
+               f.mean_peak_pass_at_1 AS fade_peak_pass_at_1, s.mean_peak_pass_at_1 AS baseline_peak_pass_at_1,
+               f.mean_peak_pass_at_1 - s.mean_peak_pass_at_1 AS peak_gain,
+               sqrt(coalesce(f.std_peak_step, 0) ^ 2 + coalesce(s.std_peak_step, 0) ^ 2) AS steps_seed_spread,
+               f.num_seeds AS fade_seeds, s.num_seeds AS baseline_seeds
+        FROM peak_by_method f JOIN best_static b USING (benchmark)
+        JOIN peak_by_method s ON s.benchmark = b.benchmark AND s.method = b.baseline
+        WHERE f.is_fade ORDER BY benchmark, method"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE distinct_correct AS
+        WITH per_run AS (
+            SELECT run_id, method, seed, step, benchmark, avg(distinct_correct) AS mean_distinct_correct,
+                   avg(CASE WHEN c > 0 THEN distinct_correct END) AS mean_distinct_correct_if_solved,
+                   avg(c / n) AS mean_accuracy
+            FROM problem_stats GROUP BY ALL
+        )
+        SELECT method, step, benchmark, avg(mean_distinct_correct) AS mean_distinct_correct,
+               stddev_samp(mean_distinct_correct) AS std_distinct_correct,
+               avg(mean_distinct_correct_if_solved) AS mean_distinct_correct_if_solved,
+               avg(mean_accuracy) AS mean_accuracy, count(*) AS num_seeds
+        FROM per_run GROUP BY ALL ORDER BY benchmark, method, step"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE comparisons AS
+        WITH last_step AS (
+            SELECT benchmark, method, max(step) AS step FROM pass_at_k_seeds WHERE bucket = 'all' GROUP BY ALL
+        ), fin AS (
+            SELECT s.* FROM pass_at_k_seeds s JOIN last_step l USING (benchmark, method, step) WHERE s.bucket = 'all'
+        )
+        SELECT a.benchmark, a.k, a.method AS method_a, b.method AS method_b, a.step AS step_a, b.step AS step_b,
+               a.mean AS mean_a, b.mean AS mean_b, a.mean - b.mean AS diff, a.std AS std_a, b.std AS std_b,
+               sqrt(a.std ^ 2 + b.std ^ 2) AS seed_spread,
+               CASE WHEN a.std IS NULL OR b.std IS NULL THEN NULL
+                    ELSE abs(a.mean - b.mean) > sqrt(a.std ^ 2 + b.std ^ 2) END AS exceeds_seed_spread,
+               (a.mean - b.mean) / nullif(sqrt(a.std ^ 2 / a.num_seeds + b.std ^ 2 / b.num_seeds), 0) AS welch_t,
+               a.num_seeds AS seeds_a, b.num_seeds AS seeds_b
+        FROM fin a JOIN fin b ON a.benchmark = b.benchmark AND a.k = b.k AND a.method < b.method
+        ORDER BY benchmark, k, method_a, method_b"""
+    )
+    con.execute(
+        """CREATE OR REPLACE TABLE eval_train AS
+        SELECT p.run_id, p.method, p.seed, p.step, p.benchmark, p.pass_at_k AS pass_at_1, t.* EXCLUDE (run_id, method, seed, step)
+        FROM pass_at_k p LEFT JOIN train_steps t ON t.run_id = p.run_id AND t.step = p.step
+        WHERE p.bucket = 'all' AND p.k = 1 ORDER BY p.benchmark, p.run_id, p.step"""
+    )
+    return list(TABLES)
+
+
+# ------------------------------------------------------------------------------------------ export
+def headline_metrics(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """metrics.json for DVC: per benchmark and method, final and peak pass@k (mean over seeds), peak step,
+    and FADE's lead over the best static baseline."""
+    out: dict[str, Any] = {}
+    fin = con.execute(
+        """SELECT s.benchmark, s.method, s.k, s.mean, s.std, s.num_seeds, s.too_few_samples FROM pass_at_k_seeds s
+        JOIN (SELECT benchmark, method, max(step) AS step FROM pass_at_k_seeds GROUP BY ALL) l USING (benchmark, method, step)
+        WHERE s.bucket = 'all' ORDER BY ALL"""
+    ).fetchall()
+    for bench, method, k, mean, std, seeds, few in fin:
+        m = out.setdefault(bench, {}).setdefault(method, {})
+        m[f"pass@{k}"] = _num(mean)
+        if std is not None:
+            m[f"pass@{k}_std"] = _num(std)
+        m["num_seeds"] = int(seeds)
+        if few:
+            m.setdefault("flags", []).append(f"pass@{k}: too few samples")
+    for bench, method, step, peak in con.execute(
+        "SELECT benchmark, method, mean_peak_step, mean_peak_pass_at_1 FROM peak_by_method ORDER BY ALL"
+    ).fetchall():
+        m = out.setdefault(bench, {}).setdefault(method, {})
+        m["peak_step"] = _num(step)
+        m["peak_pass@1"] = _num(peak)
+    for bench, method, base, earlier, gain in con.execute(
+        "SELECT benchmark, method, baseline, steps_earlier, peak_gain FROM fade_lead ORDER BY ALL"
+    ).fetchall():
+        out.setdefault(bench, {}).setdefault(method, {}).update(
+            {"baseline": base, "steps_earlier_than_baseline": _num(earlier), "peak_gain_over_baseline": _num(gain)}
+        )
+    return out
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else round(x, 6)
+
+
+PLOT_QUERIES = {
+    "pass_at_k_vs_step": "SELECT benchmark, k, method, step, mean, std, num_seeds FROM pass_at_k_seeds WHERE bucket = 'all' "
+    "ORDER BY benchmark, k, method, step",
+    "frontier": "SELECT benchmark, k, method, step, pass_at_1, pass_at_k, is_final, pareto FROM frontier ORDER BY ALL",
+    "peak": "SELECT benchmark, method, seed, peak_step, peak_pass_at_1, final_pass_at_1 FROM peak ORDER BY ALL",
+    "train_curves": "SELECT metric, method, seed, step, value FROM train_curves ORDER BY ALL",
+}
+
+
+def export(con: duckdb.DuckDBPyConnection, out_dir: str | Path, *, tables: Iterable[str] = TABLES) -> dict[str, Path]:
+    """Write ``out_dir/tables/<name>.parquet``, ``out_dir/plots/<name>.csv`` and ``out_dir/metrics.json``.
+
+    Every file is written under a temporary name and renamed into place. Returns name -> path.
+    """
+    out = Path(out_dir)
+    written: dict[str, Path] = {}
+    for name in tables:
+        df = con.execute(f"SELECT * FROM {name}").df()
+        buf = df.to_parquet(index=False)
+        written[f"tables/{name}"] = atomic_write_bytes(out / "tables" / f"{name}.parquet", buf)
+    for name, sql in PLOT_QUERIES.items():
+        df = con.execute(sql).df()
+        written[f"plots/{name}"] = atomic_write_bytes(out / "plots" / f"{name}.csv", df.to_csv(index=False).encode())
+    metrics = headline_metrics(con)
+    written["metrics"] = atomic_write_bytes(out / "metrics.json", (json.dumps(metrics, indent=2, sort_keys=True) + "\n").encode())
+    return written
+
+
+def aggregate(
+    results_dir: str | Path,
+    *,
+    runs_dir: str | Path | None = "runs",
+    opts: AggregateOptions | None = None,
+    database: str | Path | None = None,
+) -> dict[str, Path]:
+    """The aggregate stage: samples of ``results_dir`` (+ training records of ``runs_dir``) -> tables.
+
+    Builds every table in ``results_dir/results.duckdb`` (with a copy of the samples), atomically, and
+    exports parquet / CSV / metrics.json next to it. Raises when the store holds no samples.
+    """
+    results_dir = Path(results_dir)
+    store = ResultsStore(results_dir)
+    if not store.part_files():
+        raise FileNotFoundError(f"{store.samples_dir}: no evaluated samples (run `fade evaluate` first)")
+    train, configs = load_training_records(runs_dir)
+    db_path = Path(database) if database is not None else results_dir / "results.duckdb"
+    with atomic_duckdb(db_path) as con:
+        store.connect(con)
+        con.execute("CREATE TABLE samples_snapshot AS SELECT * FROM samples")
+        con.execute("DROP VIEW samples")
+        con.execute("ALTER TABLE samples_snapshot RENAME TO samples")
+        build_tables(con, opts=opts, train=train, configs=configs)
+        written = export(con, results_dir)
+    written["database"] = db_path
+    return written
+
+
+def open_results(path: str | Path) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to an aggregated ``results.duckdb``."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.duckdb"
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no aggregated results (run `fade aggregate` first)")
+    return duckdb.connect(str(p), read_only=True)

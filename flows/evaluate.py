@@ -1,0 +1,111 @@
+"""The `evaluate` stage: checkpoints x prepared benchmarks -> one results part per (run, benchmark, step).
+
+Reads config sections eval (benchmarks, n_samples, split, max_problems, checkpoints, temperature, seed,
+max_new_tokens, prompts_per_batch, skip_existing, results_dir), rollout (engine, top_p, budget, vLLM
+options), model (dtype), data (out_dir: where problems/<benchmark>.parquet are) and train (runs_dir).
+Writes ``<eval.results_dir>/samples/<run_id>/<benchmark>/step-<step:08d>.parquet``; each part carries the
+resolved config in its footer metadata.
+
+`fade evaluate --run runs/<run_id>` evaluates that run's checkpoints (eval.checkpoints: all or last);
+`fade evaluate --checkpoint DIR` one checkpoint folder; with neither, every run under train.runs_dir.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from prefect import flow
+
+from fade_core import config as fconfig
+from fade_core import evaluate as ev
+from flows.options import ParamsOpt, SetOpt, load_config
+from tasks import evaluate as tasks
+
+
+def sampling_options(cfg: fconfig.Config) -> dict[str, Any]:
+    """SamplingOptions fields from the eval + rollout + model + compute sections."""
+    r = cfg.rollout
+    engine_opts: dict[str, Any] = {}
+    if r.engine == "vllm":
+        engine_opts = {"tensor_parallel_size": r.tensor_parallel_size, "gpu_memory_utilization": r.gpu_memory_utilization}
+    return {
+        "engine": r.engine,
+        "temperature": cfg.eval.temperature,
+        "top_p": r.top_p,
+        "max_new_tokens": cfg.eval.max_new_tokens or r.max_new_tokens,
+        "seed": cfg.eval.seed,
+        "prompts_per_batch": cfg.eval.prompts_per_batch,
+        "dtype": cfg.model.dtype,
+        "engine_opts": engine_opts,
+        "workers": cfg.compute.workers or None,
+    }
+
+
+def checkpoints_to_evaluate(cfg: fconfig.Config, run: str | None, checkpoint: str | None) -> list[str]:
+    """Checkpoint folders named by --checkpoint, --run or (neither) every run under train.runs_dir."""
+    if run and checkpoint:
+        raise fconfig.ConfigError("give --run or --checkpoint, not both")
+    if checkpoint:
+        p = Path(checkpoint)
+        if not ev.is_checkpoint(p):
+            raise fconfig.ConfigError(f"--checkpoint {p}: not a Hugging Face checkpoint folder (config.json + weights)")
+        return [str(p)]
+    run_dirs = [Path(run)] if run else list(ev.iter_run_dirs(cfg.train.runs_dir))
+    if not run_dirs:
+        raise fconfig.ConfigError(f"no run with checkpoints under {cfg.train.runs_dir}/ (train first, or pass --checkpoint)")
+    out = []
+    for d in run_dirs:
+        try:
+            out += [str(p) for _, p in ev.run_checkpoints(d, cfg.eval.checkpoints)]
+        except FileNotFoundError as e:
+            raise fconfig.ConfigError(str(e)) from None
+    return out
+
+
+@flow(name="evaluate")
+def evaluate(config: dict[str, Any] | None = None, run: str | None = None, checkpoint: str | None = None) -> dict[str, Any]:
+    """Evaluate the selected checkpoints on eval.benchmarks; return the written parts."""
+    cfg = fconfig.from_dict(config or {})
+    problem_paths = {b: str(Path(cfg.data.out_dir) / "problems" / f"{b}.parquet") for b in cfg.eval.benchmarks}
+    parts: list[dict[str, Any]] = []
+    for ck in checkpoints_to_evaluate(cfg, run, checkpoint):
+        parts += tasks.evaluate_checkpoint(
+            ck, problem_paths, cfg.eval.results_dir, cfg.eval.n_samples, sampling_options(cfg),
+            split=cfg.eval.split, max_problems=cfg.eval.max_problems, skip_existing=cfg.eval.skip_existing,
+            metadata={"config": cfg.to_dict()},
+        )
+    _publish(parts)
+    return {"results_dir": cfg.eval.results_dir, "parts": parts}
+
+
+def _publish(parts: list[dict[str, Any]]) -> None:
+    from prefect.artifacts import create_table_artifact
+
+    if parts:
+        rows = [{k: p[k] for k in ("run_id", "benchmark", "step", "rows", "pass_rate")} for p in parts]
+        create_table_artifact(table=rows, key="fade-evaluate", description="Evaluated checkpoints (sample pass rate).")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fade evaluate` to the CLI."""
+
+    @app.command("evaluate")
+    def evaluate_command(
+        run: Annotated[str | None, typer.Option("--run", help="A run folder runs/<run_id>: its checkpoints (eval.checkpoints).")] = None,
+        checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="One checkpoint folder (HF format).")] = None,
+        params: ParamsOpt = Path("params.yaml"),
+        overrides: SetOpt = None,
+    ) -> None:
+        """Sample eval.n_samples completions per problem from checkpoints, score them, store one row per sample."""
+        cfg = load_config(params, overrides)
+        try:
+            checkpoints_to_evaluate(cfg, run, checkpoint)
+        except fconfig.ConfigError as e:
+            typer.secho(f"fade evaluate: {e}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        out = evaluate(cfg.to_dict(), run=run, checkpoint=checkpoint)
+        for p in out["parts"]:
+            typer.echo(f"{p['run_id']} step {p['step']} {p['benchmark']}: {p['rows']} samples, "
+                       f"pass rate {p['pass_rate']:.3f} -> {p['path']}")

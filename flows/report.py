@@ -1,0 +1,50 @@
+"""The `report` stage: aggregated results -> reports/<name>/ (index.html, figures, TensorBoard events).
+
+Reads config sections report (name, title, formats, out_dir, tensorboard, wandb), eval (results_dir) and
+data (out_dir, for the data card). The page embeds the exact resolved params and the data card.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from prefect import flow
+
+from fade_core import config as fconfig
+from flows.options import ParamsOpt, SetOpt, load_config
+from tasks import report as tasks
+
+
+@flow(name="report")
+def report(config: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Build the report of eval.results_dir into report.out_dir/report.name; return the paths."""
+    cfg = fconfig.from_dict(config or {})
+    out_dir = Path(cfg.report.out_dir) / cfg.report.name
+    out = tasks.build_report(
+        cfg.eval.results_dir, str(out_dir), title=cfg.report.title, params_yaml=cfg.to_yaml(),
+        data_card_path=str(Path(cfg.data.out_dir) / "card.md"), formats=list(cfg.report.formats),
+        tensorboard=cfg.report.tensorboard, wandb=cfg.report.wandb,
+    )
+    out["config"] = str(fconfig.save(cfg, out_dir / "config.yaml"))
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fade report` to the CLI."""
+
+    @app.command("report")
+    def report_command(params: ParamsOpt = Path("params.yaml"), overrides: SetOpt = None) -> None:
+        """Figures (PNG/SVG), a self-contained index.html and TensorBoard event files of the aggregated results."""
+        cfg = load_config(params, overrides)
+        try:
+            out = report(cfg.to_dict())
+        except FileNotFoundError as e:
+            typer.secho(f"fade report: {e}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(1) from None
+        typer.echo(f"report: {out['html']}")
+        for name, why in out["missing"].items():
+            typer.echo(f"figure {name} not drawn: {why}")
+        if out["tensorboard"]:
+            typer.echo(f"tensorboard: tensorboard --logdir {out['tensorboard']}")

@@ -1,0 +1,79 @@
+"""Prefect tasks of the `prepare` stage: load one benchmark, decontaminate, write the data card.
+
+Thin wrappers: each reads its inputs from paths (or small values), calls fade_core.data, writes its
+outputs and returns their paths plus small summaries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+
+from fade_core import data
+from fade_core.data import card, decontamination
+
+
+@task(name="prepare-benchmark")
+def prepare_benchmark(
+    benchmark: str, source: str | None, options: dict[str, Any], out_path: str
+) -> dict[str, Any]:
+    """Load one benchmark (validated), write it to ``out_path`` (parquet); return the path, the row
+    count, the bad rows dropped and the rows a selection left out."""
+    res = data.load_result(benchmark, source, **options)
+    path = data.write_table(res.table, out_path)
+    return {
+        "benchmark": benchmark,
+        "source": data.describe_source(benchmark, source),
+        "path": str(path),
+        "rows": len(res.table),
+        "dropped": [i.to_dict() for i in res.dropped],
+        "filtered": dict(res.filtered),
+    }
+
+
+@task(name="decontaminate")
+def decontaminate(paths: dict[str, str], *, drop: bool, n: int, threshold: float) -> dict[str, Any]:
+    """Find training/evaluation duplicates among the written tables; with ``drop``, rewrite each
+    training table without its flagged problems. Returns the overlaps and the dropped ids."""
+    tables = {b: data.read_table(p) for b, p in paths.items()}
+    overlaps = decontamination.check_tables(tables, n=n, threshold=threshold)
+    dropped: dict[str, list[str]] = {}
+    if drop and overlaps:
+        for b in decontamination.TRAINING_BENCHMARKS:
+            if b in tables:
+                kept, ids = decontamination.drop_overlaps(tables[b], overlaps)
+                if ids:
+                    data.write_table(kept, paths[b])
+                    dropped[b] = ids
+    return {
+        "overlaps": [o.to_dict() for o in overlaps],
+        "dropped": dropped,
+        "settings": {
+            "ngram": n,
+            "threshold": threshold,
+            "drop": drop,
+            "training": [b for b in decontamination.TRAINING_BENCHMARKS if b in tables],
+            "evaluation": [b for b in decontamination.EVALUATION_BENCHMARKS if b in tables],
+        },
+    }
+
+
+@task(name="write-card")
+def write_card(results: list[dict[str, Any]], decontaminated: dict[str, Any], out_dir: str) -> list[str]:
+    """Summarize the final tables into card.md and card.json under ``out_dir``; return their paths."""
+    summaries = {
+        r["benchmark"]: card.benchmark_summary(
+            data.read_table(r["path"]), source=r["source"], dropped=r["dropped"], filtered=r["filtered"]
+        )
+        for r in results
+    }
+    c = card.build(
+        summaries,
+        overlaps=decontaminated["overlaps"],
+        decontaminated=decontaminated["dropped"],
+        settings=decontaminated["settings"],
+    )
+    md, js = card.write(c, Path(out_dir))
+    return [str(md), str(js)]

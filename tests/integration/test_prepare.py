@@ -1,0 +1,175 @@
+"""The `prepare` stage through `fade prepare`.
+
+A Prefect flow run starts Prefect's ephemeral local API server (about 20 s alone, more on a busy
+machine), so one test runs the real flow (marked slow) and the others run the same flow body and
+tasks as plain functions (``.fn``), which exercises every line of the stage without the server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+import yaml
+from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+from typer.testing import CliRunner
+
+from fade_core import config as fconfig
+from fade_core import data
+from flows import prepare as prepare_flow
+from tasks import prepare as tasks
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
+
+
+def cli() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:  # keep `prepare` a subcommand
+        pass
+
+    prepare_flow.register(app)
+    return app
+
+
+@pytest.fixture
+def without_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run the flow body and its tasks as plain functions (no Prefect API server)."""
+    for name in ("prepare_benchmark", "decontaminate", "write_card"):
+        monkeypatch.setattr(tasks, name, getattr(tasks, name).fn)
+    monkeypatch.setattr(prepare_flow, "prepare", prepare_flow.prepare.fn)
+
+
+def check_countdown_and_humaneval_outputs(seed: int) -> None:
+    cdn = data.read_table("data/problems/countdown.parquet")
+    he = data.read_table("data/problems/humaneval.parquet")
+    assert len(he) == 164 and set(he["kind"]) == {"code_call"}
+    assert cdn["split"].value_counts().to_dict() == {"train": 40, "test": 10}
+    assert data.records(cdn) == data.records(data.load("countdown", num_train=40, num_test=10, seed=seed))
+    card = json.loads(Path("data/card.json").read_text())
+    assert card["benchmarks"]["humaneval"]["rows"] == 164
+    assert "| humaneval | 164 | test 164 | code_call 164 |" in Path("data/card.md").read_text()
+    assert fconfig.load("data/config.yaml").data.countdown.seed == seed
+
+
+@pytest.mark.slow
+def test_real_prefect_flow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["prepare", "--set", "data.countdown.num_train=40", "--set", "data.countdown.num_test=10"]
+    # a busy machine can take longer than Prefect's default 20 s to start the ephemeral API server
+    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 180}):
+        res = CliRunner().invoke(cli(), [*args, "--set", "data.countdown.seed=2"])
+    assert res.exit_code == 0, res.output
+    check_countdown_and_humaneval_outputs(seed=2)
+
+
+def test_fade_prepare_countdown_and_humaneval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without_prefect: None
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "data": {
+                    "benchmarks": ["countdown", "humaneval"],
+                    "countdown": {"num_train": 40, "num_test": 10},
+                }
+            }
+        )
+    )
+    res = CliRunner().invoke(cli(), ["prepare", "--params", "params.yaml", "--set", "data.countdown.seed=5"])
+    assert res.exit_code == 0, res.output
+    assert "countdown: data/problems/countdown.parquet" in res.output
+    check_countdown_and_humaneval_outputs(seed=5)
+
+    cdn = data.read_table("data/problems/countdown.parquet")
+    card = json.loads(Path("data/card.json").read_text())
+    assert card["benchmarks"]["countdown"]["splits"] == {"test": 10, "train": 40}
+    assert (
+        card["benchmarks"]["countdown"]["difficulty_level"]
+        == cdn["difficulty_level"].value_counts().sort_index().to_dict()
+    )
+    assert card["decontamination"]["overlaps"] == []
+    assert fconfig.load("data/config.yaml").data.benchmarks == ["countdown", "humaneval"]
+
+    # a bad source fails the flow with the file, row and field named, and exit status 1
+    res = CliRunner().invoke(
+        cli(),
+        [
+            "prepare",
+            "--set",
+            "data.benchmarks=[taco]",
+            "--set",
+            f"data.sources={{taco: {FIX / 'bad' / 'taco'}}}",
+        ],
+    )
+    assert res.exit_code == 1
+    assert "row 2 (line 3), field 'difficulty'" in res.output
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("data.benchmarks=[countdown,mbpp]", "unknown benchmark(s) ['mbpp']"),
+        ("data.sources={countdown: x.jsonl}", "data.sources"),
+        ("data.decontamination_threshold=0", "data.decontamination_threshold"),
+        ("data.livecodebench.version=v9", "data.livecodebench.version"),
+        ("data.livecodebench.date_from=soon", "data.livecodebench.date_from"),
+    ],
+)
+def test_config_errors_stop_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str, message: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(cli(), ["prepare", "--set", override])
+    assert res.exit_code == 2
+    assert message in res.output
+    assert not Path("data").exists()
+
+
+def test_tasks_on_fixtures_decontaminate_and_card(tmp_path: Path) -> None:
+    """The stage's tasks, called as plain functions: TACO + LiveCodeBench + AIME from native fixtures,
+    bad rows dropped and counted, the TACO copy of a LiveCodeBench statement dropped."""
+    cfg = fconfig.from_dict(
+        {
+            "data": {
+                "benchmarks": ["taco", "livecodebench", "aime"],
+                "livecodebench": {"version": "release_v2"},
+                "aime_years": [2024],
+                "on_bad_rows": "drop",
+                "decontaminate": True,
+            }
+        }
+    )
+    sources = {
+        "taco": str(FIX / "bad" / "taco"),
+        "livecodebench": str(FIX / "livecodebench"),
+        "aime": str(FIX / "aime"),
+    }
+    results = [
+        tasks.prepare_benchmark.fn(
+            b, sources[b], data.options_from_config(b, cfg.data), str(tmp_path / f"{b}.parquet")
+        )
+        for b in cfg.data.benchmarks
+    ]
+    assert [r["rows"] for r in results] == [1, 3, 4]
+    assert len(results[0]["dropped"]) == 6 and results[2]["filtered"] == {"year not selected": 3}
+
+    # add the clean TACO fixture so one training problem copies a LiveCodeBench statement
+    data.write_table(data.load("taco", str(FIX / "taco")), tmp_path / "taco.parquet")
+    paths = {r["benchmark"]: r["path"] for r in results}
+    dec = tasks.decontaminate.fn(paths, drop=True, n=8, threshold=0.5)
+    assert [(o["train_id"], o["eval_id"]) for o in dec["overlaps"]] == [
+        ("taco/test/0", "livecodebench/abc301_a")
+    ]
+    assert dec["dropped"] == {"taco": ["taco/test/0"]}
+    assert "taco/test/0" not in set(data.read_table(paths["taco"])["problem_id"])
+
+    md, js = tasks.write_card.fn(results, dec, str(tmp_path))
+    c = json.loads(Path(js).read_text())
+    assert c["benchmarks"]["taco"]["rows"] == 5 and c["benchmarks"]["taco"]["dropped_bad_rows"] == 6
+    assert c["benchmarks"]["livecodebench"]["rows"] == 3
+    assert c["decontamination"]["dropped"] == {"taco": ["taco/test/0"]}
+    assert "Training problems dropped: 1 (taco 1)." in Path(md).read_text()

@@ -1,0 +1,70 @@
+"""The report: metric-name resolution, colours, tables, figures reported missing (never drawn empty), HTML."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+from fade_core import aggregate as agg
+from fade_core import report as rep
+from fade_core.store import SAMPLE_COLUMNS, ResultsStore
+
+
+def _store(tmp_path, methods=("fade", "grpo"), seeds=(0, 1), steps=(10, 20), n=12):
+    store = ResultsStore(tmp_path / "results")
+    for m in methods:
+        for s in seeds:
+            for st in steps:
+                c = (3 if m == "grpo" else 5) + s + st // 10
+                rows = [dict(run_id=f"{m}-s{s}-0000abcd", method=m, seed=s, step=st, benchmark="countdown",
+                             problem_id=f"p{p}", difficulty_level="easy", sample_index=i, completion=f"x{i % 3}",
+                             status="passed" if i < c else "wrong", passed=i < c, reward=float(i < c), tokens=3,
+                             finish_reason="stop", latency_s=0.0) for p in range(3) for i in range(n)]
+                store.write(pd.DataFrame(rows, columns=list(SAMPLE_COLUMNS)))
+    return store
+
+
+def test_resolve_metric_and_colors():
+    assert rep.resolve_metric(["step", "Entropy_Mean"], "entropy") == "Entropy_Mean"
+    assert rep.resolve_metric(["m_S", "m_F"], "m_F") == "m_F"
+    assert rep.resolve_metric(["step"], "alpha") is None
+    assert rep.resolve_metric(["step", "m_s", "m_f"], "m_S") == "m_s"  # fade_core.decomposition's spelling
+    assert rep.resolve_metric(["train/rank1_fraction"], "rank1_fraction") == "train/rank1_fraction"
+    colors = rep.method_colors(["grpo", "fade", "dr_grpo"], fade=["fade"])
+    assert colors["fade"] == rep.FADE_COLOR and len(set(colors.values())) == 3
+    assert rep.method_colors(["grpo", "fade"], fade=["fade"]) == rep.method_colors(["fade", "grpo"], fade=["fade"])
+
+
+def test_headline_and_markdown(tmp_path):
+    store = _store(tmp_path)
+    agg.aggregate(store.root, runs_dir=None, opts=agg.AggregateOptions(ks=(1, 10)))
+    with agg.open_results(store.root) as con:
+        head = rep.headline_table(con)
+    assert head.method.tolist() == ["fade", "grpo"]
+    # fade at step 20: c = 7, 8 of 12 -> pass@1 = 58.3 / 66.7 %, mean 62.5, std 5.9; n = 12 < 2 * 10 -> flagged
+    assert head.loc[head.method == "fade", "pass@1"].item() == "62.5 ± 5.9"
+    assert head.loc[head.method == "fade", "pass@10"].item().endswith("†")
+    md = rep.markdown_table(head)
+    assert md.splitlines()[0].startswith("| benchmark | method") and len(md.splitlines()) == 4
+
+
+def test_report_without_training_records_says_what_is_missing(tmp_path):
+    store = _store(tmp_path)
+    agg.aggregate(store.root, runs_dir=None, opts=agg.AggregateOptions(ks=(1, 10)))
+    out = rep.build_report(store.root, tmp_path / "rep", rep.ReportInputs(formats=("svg",)), tensorboard=False)
+    assert set(out["missing"]) == {"entropy", "mass", "rank1_fraction", "fade_schedules"}
+    assert set(out["figures"]) == {"pass_at_k_vs_step", "frontier", "peak_step", "distinct_correct"}
+    for files in out["figures"].values():  # svg asked for; png drawn too, for the page
+        assert set(files) == {"svg", "png"}
+        assert files["svg"].read_text().lstrip().startswith("<?xml")
+    page = out["html"].read_text()
+    assert page.count("data:image/png;base64,") == 4
+    assert page.count("not available:") == 4 and "no entropy in the training records" in page
+    assert not re.search(r"(src|href)=['\"](https?:|//)", page)
+
+
+def test_report_needs_aggregate(tmp_path):
+    with pytest.raises(FileNotFoundError, match="fade aggregate"):
+        rep.build_report(tmp_path / "nothing", tmp_path / "rep")
