@@ -29,6 +29,7 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "flows.params",
     "flows.atlas",
+    "flows.prepare",
     "flows.evaluate",
     "flows.aggregate",
     "flows.report",
