@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "flows.params",
     "flows.atlas",
     "flows.prepare",
+    "flows.verify",
     "flows.evaluate",
     "flows.aggregate",
     "flows.report",
