@@ -78,10 +78,10 @@ class DataConfig(Section):
 
 # -------------------------------------------------------------------------------------------- model
 class TinyModel(Section):
-    hidden_size: int = Field(128, ge=8, description="Width of the built-in Llama-style model.")
+    hidden_size: int = Field(64, ge=8, description="Width of the built-in Llama-style model.")
     num_layers: int = Field(4, ge=1, description="Transformer blocks.")
     num_heads: int = Field(4, ge=1, description="Attention heads.")
-    intermediate_size: int = Field(512, ge=8, description="MLP width.")
+    intermediate_size: int = Field(256, ge=8, description="MLP width.")
     max_position: int = Field(64, ge=16, description="Longest prompt + completion in tokens.")
 
 
@@ -93,26 +93,28 @@ class ModelConfig(Section):
 
 # ---------------------------------------------------------------------------------------- warmstart
 class WarmstartConfig(Section):
-    steps: int = Field(600, ge=0, description="Supervised steps on the built-in task.")
+    steps: int = Field(400, ge=0, description="Supervised steps on the built-in task.")
     batch_size: int = Field(64, ge=1, description="Examples per supervised step.")
-    lr: float = Field(3e-3, gt=0, description="AdamW learning rate of the warm start.")
+    lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the warm start (peak; warm-up then cosine to 10%).")
     correct_fraction: float = Field(
-        0.3, ge=0, le=1, description="Share of examples showing a correct expression for the target (the rest: a random valid one)."
+        0.4, ge=0, le=1, description="Share of examples showing a correct expression for the target (the rest: a random valid one)."
     )
-    checkpoint_every: int = Field(200, ge=1, description="Keep a checkpoint every N steps (RL from early or late ones).")
+    checkpoint_every: int = Field(100, ge=1, description="Keep a checkpoint every N steps (RL from early or late ones).")
     seed: int = Field(0, description="Seed of the warm start.")
     out_dir: str = Field("models/base", description="Where the warm-started base model (HF format) is written.")
 
 
 # -------------------------------------------------------------------------------------------- train
 class TrainConfig(Section):
+    benchmark: str = Field("countdown", description="Prepared benchmark to train on (split 'train' of data/problems/<name>.parquet).")
+    label: str | None = Field(None, description="Name of the run in run ids and tables (default: method(params), e.g. power(alpha=2)).")
     method: str = Field("fade", description="Advantage method, a name of fade_core.advantages.names().")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the method (alpha, delta, k, ...).")
     seed: int = Field(0, description="Seed of this run.")
     steps: int = Field(200, ge=1, description="RL steps (one rollout batch each).")
     prompts_per_step: int = Field(32, ge=1, description="Prompts sampled per step.")
     group_size: int = Field(16, ge=1, description="Rollouts per prompt (G).")
-    lr: float = Field(1e-4, gt=0, description="AdamW learning rate.")
+    lr: float = Field(1e-3, gt=0, description="AdamW learning rate (1e-3 suits the built-in tiny model; ~1e-6 for 7B).")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     lr_schedule: Literal["constant", "cosine"] = Field("constant", description="After warm-up: constant or cosine decay.")
     warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
@@ -165,30 +167,44 @@ class EvalConfig(Section):
 
 
 # ----------------------------------------------------------------------------------------- pipeline
+ARM_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.]*$"
+
+
 class Arm(Section):
+    """One compared configuration: an advantage method and its parameters."""
+
     method: str = Field(..., description="Advantage method name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
-    label: str | None = Field(None, description="Name in tables and figures (default: method and params).")
 
-    def display(self) -> str:
-        if self.label:
-            return self.label
+    def describe(self) -> str:
         if not self.params:
             return self.method
         return self.method + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
 
 
 class PipelineConfig(Section):
-    arms: list[Arm] = Field(
-        default_factory=lambda: [
-            Arm(method="fade"),
-            Arm(method="grpo"),
-            Arm(method="dr_grpo"),
-            Arm(method="power", params={"alpha": 2}),
-        ],
-        description="The methods that `fade run` trains and compares.",
+    name: str = Field("default", pattern=ARM_NAME_RE, description="Name of the study; `fade run` writes everything under results/<name>/.")
+    arms: dict[str, Arm] = Field(
+        default_factory=lambda: {
+            "fade": Arm(method="fade"),
+            "grpo": Arm(method="grpo"),
+            "dr_grpo": Arm(method="dr_grpo"),
+            "power2": Arm(method="power", params={"alpha": 2}),
+        },
+        description="The arms that `fade run` trains and compares, keyed by the label used in run ids, tables and figures.",
     )
-    seeds: list[int] = Field([0, 1], description="Seeds per arm.")
+    seeds: list[int] = Field([0, 1], min_length=1, description="Seeds per arm.")
+    workers: int = Field(2, ge=1, description="Training runs and evaluations fanned out at once (Dask workers).")
+    scheduler_address: str | None = Field(None, description="A running Dask scheduler (a cluster); null starts a local one.")
+
+    @model_validator(mode="after")
+    def _arm_names(self) -> PipelineConfig:
+        import re
+
+        for name in self.arms:
+            if not re.match(ARM_NAME_RE, name) or "-s" in name:
+                raise ValueError(f"arm name {name!r}: use letters, digits, '_' and '.', and not '-s'")
+        return self
 
 
 # ------------------------------------------------------------------------------------------- report
@@ -305,7 +321,7 @@ def _check_methods(cfg: Config) -> None:
     from fade_core import advantages
 
     checks = [("train", cfg.train.method, cfg.train.params)]
-    checks += [(f"pipeline.arms.{i}", a.method, a.params) for i, a in enumerate(cfg.pipeline.arms)]
+    checks += [(f"pipeline.arms.{k}", a.method, a.params) for k, a in cfg.pipeline.arms.items()]
     for where, method, params in checks:
         try:
             advantages.build(method, **params)
@@ -356,11 +372,11 @@ def render_yaml(cfg: Config) -> str:
                     lines.append("")
                 lines.append(f"{pad}{name}:{help_}")
                 walk(value, indent + 1)
-            elif isinstance(value, list) and value and isinstance(value[0], BaseModel):
+            elif isinstance(value, dict) and value and all(isinstance(v, BaseModel) for v in value.values()):
                 lines.append(f"{pad}{name}:{help_}")
-                for item in value:
-                    d = {k: v for k, v in item.model_dump(mode='json').items() if v not in (None, {})}
-                    lines.append(f"{pad}  - {scalar(d)}")
+                for key, item in value.items():
+                    d = {k: v for k, v in item.model_dump(mode="json").items() if v not in (None, {})}
+                    lines.append(f"{pad}  {key}: {scalar(d)}")
             else:
                 if isinstance(value, BaseModel):
                     value = value.model_dump(mode="json")

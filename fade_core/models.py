@@ -27,6 +27,9 @@ from transformers import (
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
 )
+from transformers.utils import logging as hf_logging
+
+hf_logging.disable_progress_bar()  # fade draws its own progress; no per-file bars when saving checkpoints
 
 BUILTIN_TINY = "builtin:tiny"
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")

@@ -47,7 +47,10 @@ def register(app: typer.Typer) -> None:
         try:
             entries = atlas.parse_methods(methods)
             if arms:
-                entries += [atlas.AtlasEntry(a.method, dict(a.params), _arm_label(a), "arms") for a in cfg.pipeline.arms]
+                entries += [
+                    atlas.AtlasEntry(a.method, dict(a.params), _arm_label(name, a), "arms")
+                    for name, a in cfg.pipeline.arms.items()
+                ]
             paths = atlas.write_atlas_entries(out, entries, group_size=size, points=points)
         except ValueError as e:
             typer.secho(f"fade atlas: {e}", fg=typer.colors.RED, err=True)
@@ -56,11 +59,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{kind}: {paths[kind]}")
 
 
-def _arm_label(arm: Arm) -> str:
+def _arm_label(name: str, arm: Arm) -> str:
     """'arm: <display>'; a scheduled FADE arm is drawn at its start state, and says so."""
     from fade_core import advantages
 
-    label = f"arm: {arm.display()}"
+    label = f"arm {name}: {arm.describe()}"
     adv = advantages.build(arm.method, **arm.params)
     if arm.method == "fade":
         label += f" (start: α={adv.alpha:g}, δ={adv.delta:g})"

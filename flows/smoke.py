@@ -4,7 +4,7 @@
 worker's Python imports `fade_core`, the working directory its pull step chose holds a params.yaml
 that validates, and the advantage registry answers. Nothing is trained, written or downloaded; the
 flow returns a small summary (fade and Python versions, working directory, the config's fingerprint,
-the arms `fade run` would compare) that the flow run's result and logs show.
+the arms `fade run` would compare, the CUDA devices it sees) that the flow run's result and logs show.
 
 A configuration problem fails the run with the offending key named (fade_core.config.ConfigError),
 which is exactly what a smoke test of a new cluster should surface before a long run is queued.
@@ -31,6 +31,8 @@ def _fade_version() -> str:
 @flow(name="smoke", log_prints=False)
 def smoke(params_path: str = "params.yaml", overrides: list[str] | None = None) -> dict[str, Any]:
     """Import fade, validate ``params_path`` (+ dotted ``overrides``) and return a summary of the setup."""
+    import torch
+
     import fade_core
     from fade_core import advantages
     from fade_core import config as fconfig
@@ -46,9 +48,10 @@ def smoke(params_path: str = "params.yaml", overrides: list[str] | None = None) 
         "params_found": Path(params_path).exists(),
         "config_fingerprint": cfg.fingerprint(),
         "methods": advantages.names(),
-        "arms": [a.method for a in cfg.pipeline.arms],
+        "arms": {k: a.describe() for k, a in cfg.pipeline.arms.items()},
         "seeds": list(cfg.pipeline.seeds),
         "device": cfg.compute.device,
+        "cuda_devices": torch.cuda.device_count(),
         "rollout_engine": cfg.rollout.engine,
         "telemetry_off": os.environ.get("DO_NOT_TRACK") == "1",
     }

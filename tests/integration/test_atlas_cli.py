@@ -63,7 +63,7 @@ def test_atlas_method_selection_group_size_and_arms(app, tmp_path, monkeypatch):
     table = pd.read_csv(out / "atlas.csv")
     labels = list(dict.fromkeys(table["label"]))
     assert labels[:4] == ["GRPO", "AsymGRPO δ=0.5", "AsymGRPO δ=2", "power(alpha=3)"]
-    assert any(lab.startswith("arm: fade") for lab in labels) and "arm: power(alpha=2)" in labels
+    assert any(lab.startswith("arm fade: fade") for lab in labels) and "arm power2: power(alpha=2)" in labels
     assert (table["group_size"] == 4).all() and len(table) == len(labels) * 21
 
     result = CliRunner().invoke(app, ["atlas", "--group-size", "8", "--methods", "rloo", "--out", str(out)])
