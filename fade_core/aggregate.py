@@ -165,11 +165,14 @@ def read_train_steps(run_dir: Path) -> pd.DataFrame:
 
 
 def load_training_records(runs_dir: str | Path | None) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
-    """(every run's train_steps stacked, {run_id: config dict}) for ``runs_dir/*/``."""
+    """(every run's train_steps stacked, {run_id: config dict}) for the runs under ``runs_dir``
+    (``runs_dir/<run_id>/`` or ``runs_dir/<arm>/<run_id>/``)."""
+    from fade_core.evaluate import find_run_dirs
+
     if runs_dir is None or not Path(runs_dir).is_dir():
         return pd.DataFrame(), {}
     frames, configs = [], {}
-    for run_dir in sorted(p for p in Path(runs_dir).iterdir() if p.is_dir()):
+    for run_dir in find_run_dirs(runs_dir):
         configs[run_dir.name] = read_run_config(run_dir)
         df = read_train_steps(run_dir)
         if not df.empty:

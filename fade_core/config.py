@@ -157,7 +157,7 @@ class EvalConfig(Section):
     max_problems: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each benchmark.")
     checkpoints: Literal["all", "last"] = Field("all", description="Which checkpoints of a run to evaluate.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature at evaluation.")
-    results_dir: str = Field("results", description="Where the DuckDB results and exports go.")
+    results_dir: str = Field("eval", description="Where evaluated samples, results.duckdb, tables, plot CSVs and metrics.json go.")
     split: str = Field("test", min_length=1, description="Split of each benchmark's problem table to evaluate ('all': every row).")
     seed: int = Field(0, description="Sampling seed of evaluation (same seed, same checkpoint: same samples).")
     max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens).")
@@ -202,8 +202,11 @@ class PipelineConfig(Section):
         import re
 
         for name in self.arms:
-            if not re.match(ARM_NAME_RE, name) or "-s" in name:
-                raise ValueError(f"arm name {name!r}: use letters, digits, '_' and '.', and not '-s'")
+            if not re.match(ARM_NAME_RE, name) or "-s" in name or name == "base":
+                raise ValueError(
+                    f"arm name {name!r}: use letters, digits, '_' and '.' (not '-s', and not 'base', "
+                    "the name of the untrained base model)"
+                )
         return self
 
 

@@ -260,9 +260,30 @@ def run_checkpoints(run_dir: str | Path, which: str = "all") -> list[tuple[Check
     return [(identify_checkpoint(p), p) for _, p in found]
 
 
-def iter_run_dirs(runs_dir: str | Path) -> Iterable[Path]:
-    """Every ``runs_dir/<run_id>/`` that has at least one complete checkpoint."""
+def is_run_dir(path: Path) -> bool:
+    """A training run's folder: its config.yaml beside a training record or checkpoints."""
+    return (path / "config.yaml").is_file() and ((path / "metrics.jsonl").exists() or (path / "checkpoints").is_dir())
+
+
+def find_run_dirs(runs_dir: str | Path) -> list[Path]:
+    """Run folders ``runs_dir/<run_id>/``, and one level deeper ``runs_dir/<arm>/<run_id>/`` (the DVC
+    pipeline keeps each arm's runs in a folder of its own)."""
     root = Path(runs_dir)
-    for p in sorted(root.iterdir()) if root.is_dir() else []:
-        if p.is_dir() and list_checkpoints(p):
+    if not root.is_dir():
+        return []
+    found = []
+    for p in sorted(root.iterdir()):
+        if not p.is_dir():
+            continue
+        if is_run_dir(p):
+            found.append(p)
+        else:
+            found += [q for q in sorted(p.iterdir()) if q.is_dir() and is_run_dir(q)]
+    return found
+
+
+def iter_run_dirs(runs_dir: str | Path) -> Iterable[Path]:
+    """Every run folder under ``runs_dir`` (see :func:`find_run_dirs`) with at least one complete checkpoint."""
+    for p in find_run_dirs(runs_dir):
+        if list_checkpoints(p):
             yield p

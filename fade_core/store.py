@@ -167,21 +167,26 @@ class ResultsStore:
     with a live ``samples`` view), :meth:`read`, :meth:`parts`. Any number of both may run at once.
     """
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, group: str | None = None) -> None:
+        """``group`` (optional) puts this writer's parts one folder deeper, ``samples/<group>/<run_id>/...``,
+        so that several pipeline stages (DVC's evaluate@<arm>) own disjoint folders; readers see every
+        group."""
         self.root = Path(root)
         self.samples_dir = self.root / "samples"
+        self.group = safe_name(group) if group else None
 
     # ----------------------------------------------------------------------------------- layout
     def part_path(self, key: EvalKey) -> Path:
-        """``<root>/samples/<run_id>/<benchmark>/step-<step:08d>.parquet``."""
+        """``<root>/samples/[<group>/]<run_id>/<benchmark>/step-<step:08d>.parquet``."""
         if key.step < 0:
             raise StoreError(f"step must be >= 0, got {key.step}")
-        return self.samples_dir / safe_name(key.run_id) / safe_name(key.benchmark) / f"step-{key.step:08d}.parquet"
+        base = self.samples_dir / self.group if self.group else self.samples_dir
+        return base / safe_name(key.run_id) / safe_name(key.benchmark) / f"step-{key.step:08d}.parquet"
 
     @property
     def glob(self) -> str:
         """The pattern that matches committed parts only (temporary files end in ``.tmp``)."""
-        return str(self.samples_dir / "*" / "*" / "step-*.parquet")
+        return str(self.samples_dir / "**" / "step-*.parquet")
 
     # ----------------------------------------------------------------------------------- writes
     def write(self, samples: pd.DataFrame, metadata: Mapping[str, Any] | None = None, *, row_group_size: int = 65536) -> Path:
@@ -216,7 +221,7 @@ class ResultsStore:
         """Remove temporary files left by writers that died (their pid is gone); returns what it removed."""
         removed = []
         now = time.time()
-        for tmp in self.samples_dir.glob("*/*/.*.tmp"):
+        for tmp in self.samples_dir.rglob(".*.tmp"):
             try:
                 pid = int(tmp.name.split(".")[-3])
             except (ValueError, IndexError):
@@ -228,7 +233,7 @@ class ResultsStore:
 
     # ------------------------------------------------------------------------------------ reads
     def part_files(self) -> list[Path]:
-        return sorted(self.samples_dir.glob("*/*/step-*.parquet"))
+        return sorted(self.samples_dir.rglob("step-*.parquet"))
 
     def parts(self) -> list[PartInfo]:
         """Every committed evaluation with its row count and ``fade.eval`` metadata."""

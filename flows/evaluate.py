@@ -43,18 +43,24 @@ def sampling_options(cfg: fconfig.Config) -> dict[str, Any]:
     }
 
 
-def checkpoints_to_evaluate(cfg: fconfig.Config, run: str | None, checkpoint: str | None) -> list[str]:
-    """Checkpoint folders named by --checkpoint, --run or (neither) every run under train.runs_dir."""
-    if run and checkpoint:
-        raise fconfig.ConfigError("give --run or --checkpoint, not both")
+def checkpoints_to_evaluate(
+    cfg: fconfig.Config, run: str | None, checkpoint: str | None, arm: str | None = None
+) -> list[str]:
+    """Checkpoint folders named by --checkpoint, --run, --arm (every run under train.runs_dir/<arm>/) or
+    (none of them) every run under train.runs_dir."""
+    if sum(x is not None for x in (run, checkpoint, arm)) > 1:
+        raise fconfig.ConfigError("give one of --run, --checkpoint or --arm")
+    if arm is not None and arm not in cfg.pipeline.arms:
+        raise fconfig.ConfigError(f"--arm {arm!r} is not in pipeline.arms ({', '.join(cfg.pipeline.arms)})")
     if checkpoint:
         p = Path(checkpoint)
         if not ev.is_checkpoint(p):
             raise fconfig.ConfigError(f"--checkpoint {p}: not a Hugging Face checkpoint folder (config.json + weights)")
         return [str(p)]
-    run_dirs = [Path(run)] if run else list(ev.iter_run_dirs(cfg.train.runs_dir))
+    root = Path(cfg.train.runs_dir) / arm if arm else Path(cfg.train.runs_dir)
+    run_dirs = [Path(run)] if run else list(ev.iter_run_dirs(root))
     if not run_dirs:
-        raise fconfig.ConfigError(f"no run with checkpoints under {cfg.train.runs_dir}/ (train first, or pass --checkpoint)")
+        raise fconfig.ConfigError(f"no run with checkpoints under {root}/ (train first, or pass --checkpoint)")
     out = []
     for d in run_dirs:
         try:
@@ -65,16 +71,19 @@ def checkpoints_to_evaluate(cfg: fconfig.Config, run: str | None, checkpoint: st
 
 
 @flow(name="evaluate")
-def evaluate(config: dict[str, Any] | None = None, run: str | None = None, checkpoint: str | None = None) -> dict[str, Any]:
-    """Evaluate the selected checkpoints on eval.benchmarks; return the written parts."""
+def evaluate(
+    config: dict[str, Any] | None = None, run: str | None = None, checkpoint: str | None = None, arm: str | None = None
+) -> dict[str, Any]:
+    """Evaluate the selected checkpoints on eval.benchmarks; return the written parts. With ``arm`` the
+    parts go to ``<eval.results_dir>/samples/<arm>/`` (the folder DVC's evaluate@<arm> owns)."""
     cfg = fconfig.from_dict(config or {})
     problem_paths = {b: str(Path(cfg.data.out_dir) / "problems" / f"{b}.parquet") for b in cfg.eval.benchmarks}
     parts: list[dict[str, Any]] = []
-    for ck in checkpoints_to_evaluate(cfg, run, checkpoint):
+    for ck in checkpoints_to_evaluate(cfg, run, checkpoint, arm):
         parts += tasks.evaluate_checkpoint(
             ck, problem_paths, cfg.eval.results_dir, cfg.eval.n_samples, sampling_options(cfg),
             split=cfg.eval.split, max_problems=cfg.eval.max_problems, skip_existing=cfg.eval.skip_existing,
-            metadata={"config": cfg.to_dict()},
+            metadata={"config": cfg.to_dict()}, group=arm,
         )
     _publish(parts)
     return {"results_dir": cfg.eval.results_dir, "parts": parts}
@@ -95,17 +104,18 @@ def register(app: typer.Typer) -> None:
     def evaluate_command(
         run: Annotated[str | None, typer.Option("--run", help="A run folder runs/<run_id>: its checkpoints (eval.checkpoints).")] = None,
         checkpoint: Annotated[str | None, typer.Option("--checkpoint", help="One checkpoint folder (HF format).")] = None,
+        arm: Annotated[str | None, typer.Option("--arm", help="Every run of this pipeline arm (train.runs_dir/<arm>/).")] = None,
         params: ParamsOpt = Path("params.yaml"),
         overrides: SetOpt = None,
     ) -> None:
         """Sample eval.n_samples completions per problem from checkpoints, score them, store one row per sample."""
         cfg = load_config(params, overrides)
         try:
-            checkpoints_to_evaluate(cfg, run, checkpoint)
+            checkpoints_to_evaluate(cfg, run, checkpoint, arm)
         except fconfig.ConfigError as e:
             typer.secho(f"fade evaluate: {e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
-        out = evaluate(cfg.to_dict(), run=run, checkpoint=checkpoint)
+        out = evaluate(cfg.to_dict(), run=run, checkpoint=checkpoint, arm=arm)
         for p in out["parts"]:
             typer.echo(f"{p['run_id']} step {p['step']} {p['benchmark']}: {p['rows']} samples, "
                        f"pass rate {p['pass_rate']:.3f} -> {p['path']}")

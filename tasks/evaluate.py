@@ -36,6 +36,7 @@ def evaluate_checkpoint(
     max_problems: int | None = None,
     skip_existing: bool = False,
     metadata: dict[str, Any] | None = None,
+    group: str | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate one checkpoint on every benchmark; return [{run_id, benchmark, step, path, rows, pass_rate}]."""
     import pyarrow.parquet as pq
@@ -43,7 +44,7 @@ def evaluate_checkpoint(
 
     tables = load_problem_tables(problem_paths, split=split, max_problems=max_problems)
     ident = ev.identify_checkpoint(checkpoint)
-    store = ResultsStore(results_dir)
+    store = ResultsStore(results_dir, group=group)
     with Progress(transient=True) as bar:
         job = bar.add_task(f"evaluate {ident.run_id} step {ident.step}", total=None)
 
