@@ -27,13 +27,17 @@ app = typer.Typer(
 
 # Stage modules that register commands; listed in pipeline order.
 COMMAND_MODULES = [
+    "flows.pipeline",
     "flows.params",
     "flows.atlas",
     "flows.prepare",
-    "flows.verify",
+    "flows.warmstart",
+    "flows.train",
     "flows.evaluate",
     "flows.aggregate",
     "flows.report",
+    "flows.verify",
+    "flows.sweep",
 ]
 
 for _name in COMMAND_MODULES:

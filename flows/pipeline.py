@@ -24,6 +24,7 @@ import typer
 from prefect import flow, get_run_logger
 
 from fade_core import config as fconfig
+from flows.options import ParamsOpt, SetOpt, load_config
 
 # `--quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
 QUICK_OVERRIDES = [
@@ -183,8 +184,6 @@ def resolve(params_path: str, overrides: list[str] | None, quick: bool) -> fconf
 
 def register(app: typer.Typer) -> None:
     """Add `fade run` to the CLI."""
-    from flows.options import ParamsOpt, SetOpt, load_config
-
     @app.command("run")
     def run_command(
         quick: Annotated[bool, typer.Option("--quick", help="A smaller budget: one seed, fewer steps and samples.")] = False,

@@ -20,10 +20,12 @@ def train_run(config: dict[str, Any], problems_path: str | None = None, progress
     """Train the run of ``config``; returns run id, run dir, checkpoints, last metrics.
 
     compute.ranks > 1 launches ``torchrun --nproc_per_node=<ranks> -m fade_core.trainer`` (DeepSpeed when
-    compute.deepspeed_config is set) and waits for it; otherwise trains in this process.
+    compute.deepspeed_config is set) on this node and waits for it; otherwise, or when this process is
+    already one rank of a launch (env RANK set: infra/cluster/launch_*.sh run `fade train` per rank), it
+    trains in this process.
     """
     cfg = fconfig.from_dict(config)
-    if cfg.compute.ranks > 1:
+    if cfg.compute.ranks > 1 and "RANK" not in os.environ:  # not yet inside a torchrun/deepspeed launch
         return _launch(cfg, problems_path)
     problems = trainer.load_problems(cfg, problems_path) if problems_path else None
     res = trainer.Trainer(cfg, problems=problems, progress=progress).train()

@@ -72,7 +72,12 @@ class VLLMEngine:
             raise ValueError(f"vllm engine: the policy's checkpoint folder is unknown or missing ({path!r}); pass model_path=")
         self.vllm = vllm
         self.tokenizer = tokenizer
+        extra: dict[str, Any] = {}
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
+            # colocated with trainer ranks: vLLM joins the launcher's process group instead of spawning workers
+            extra = {"distributed_executor_backend": "external_launcher", "seed": torch.distributed.get_rank()}
         self.llm = vllm.LLM(
+            **extra,
             model=str(path),
             tokenizer=str(path),
             tensor_parallel_size=tensor_parallel_size,
@@ -90,7 +95,14 @@ class VLLMEngine:
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Load the trainer's current parameters into the vLLM model and drop cached prefixes."""
         target = getattr(model, "module", model)
-        weights = [(name, p.detach()) for name, p in target.state_dict().items()]
+        params = list(target.parameters())
+        if any(hasattr(p, "ds_id") for p in params):  # DeepSpeed ZeRO-3: gather the partitioned parameters
+            import deepspeed
+
+            with deepspeed.zero.GatheredParameters(params):
+                weights = [(name, p.detach().clone()) for name, p in target.named_parameters()]
+        else:
+            weights = [(name, p.detach()) for name, p in target.state_dict().items()]
         if hasattr(self.llm, "apply_model"):  # vLLM >= 0.9 (V1 engine)
             self.llm.apply_model(lambda m: m.load_weights(weights))
         else:  # V0 engine: the driver worker's model directly
