@@ -10,6 +10,7 @@ token-mean loss, no KL, one optimizer step per rollout batch: TRL's defaults ``l
     trl         trl.GRPOTrainer with its defaults (gradient checkpointing on) and with it off
     floor       hand-written: one ``model.generate`` (KV cache) over the 512 rollouts plus one
                 forward/backward/AdamW step over the 512 prompt+completion sequences
+    floor_engine  the same with fade's sampling loop instead of ``model.generate`` (isolates the update)
 
 A step is measured wall-clock from the end of one step to the end of the next (scoring, advantages,
 logging included), after ``--warmup`` steps; the median over ``--steps`` is reported. fade can go below
@@ -130,19 +131,31 @@ def bench_trl(base: str, tmp: Path, steps: int, warmup: int, checkpointing: bool
     return {"seconds": times, "median": statistics.median(times), "gradient_checkpointing": checkpointing}
 
 
-def bench_floor(base: str, steps: int, warmup: int) -> dict:
-    """One generate (KV cache) + one forward/backward/AdamW over the whole batch, nothing else."""
+def bench_floor(base: str, steps: int, warmup: int, sampler: str = "generate") -> dict:
+    """One generate (KV cache) + one forward/backward/AdamW over the whole batch, nothing else.
+
+    sampler "generate": transformers' ``model.generate`` (the floor as the issue defines it);
+    "engine": fade's hf sampling loop (prefix prefilled once per prompt), so the difference to fade is
+    the update alone (fade: no second forward, shared-prefix forward, zero-advantage rows skipped).
+    """
+    from fade_core.rollout import build_engine
+
     model, tok = models.load(base)
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
     prompts = [p.prompt for p in countdown.generate(PROMPTS, seed=123)]
     enc = tok([p for p in prompts for _ in range(GROUP)], return_tensors="pt", padding=True)
+    engine = build_engine("hf", model, tok)
 
     def step(i: int) -> None:
         torch.manual_seed(i)
         model.eval()
         with torch.no_grad():
-            seqs = model.generate(**enc, do_sample=True, max_new_tokens=NEW_TOKENS, temperature=1.0, top_p=1.0,
-                                  top_k=0, pad_token_id=tok.pad_token_id)
+            if sampler == "generate":
+                seqs = model.generate(**enc, do_sample=True, max_new_tokens=NEW_TOKENS, temperature=1.0, top_p=1.0,
+                                      top_k=0, pad_token_id=tok.pad_token_id)
+            else:
+                b = engine.generate(prompts, GROUP, max_new_tokens=NEW_TOKENS, seed=i)
+                seqs = torch.cat([enc["input_ids"], b.completion_ids], 1)
         model.train()
         attn = torch.cat([enc["attention_mask"], torch.ones_like(seqs[:, enc["input_ids"].shape[1]:])], 1)
         logits = model(input_ids=seqs, attention_mask=attn).logits[:, enc["input_ids"].shape[1] - 1 : -1].float()
@@ -174,6 +187,7 @@ def main() -> int:
         out: dict = {"base_model": base, "batch": f"{PROMPTS} prompts x {GROUP} rollouts, {NEW_TOKENS} new tokens",
                      "threads": args.threads, "load_average_before": os.getloadavg()}
         out["floor"] = bench_floor(base, args.steps, args.warmup)
+        out["floor_engine"] = bench_floor(base, args.steps, args.warmup, sampler="engine")
         out["fade"] = bench_fade(base, tmp, args.steps, args.warmup, skip=True)
         out["fade_full"] = bench_fade(base, tmp, args.steps, args.warmup, skip=False)
         if not args.skip_trl:
@@ -181,14 +195,16 @@ def main() -> int:
             out["trl_no_ckpt"] = bench_trl(base, tmp, args.steps, args.warmup, checkpointing=False)
         out["load_average_after"] = os.getloadavg()
     f, floor = out["fade"]["median"], out["floor"]["median"]
-    out["ratios"] = {"fade_over_floor": f / floor, "fade_full_over_floor": out["fade_full"]["median"] / floor}
+    out["ratios"] = {"fade_over_floor": f / floor, "fade_full_over_floor": out["fade_full"]["median"] / floor,
+                     "fade_over_floor_engine": f / out["floor_engine"]["median"],
+                     "fade_full_over_floor_engine": out["fade_full"]["median"] / out["floor_engine"]["median"]}
     if "trl" in out:
         out["ratios"]["trl_over_fade"] = out["trl"]["median"] / f
         out["ratios"]["trl_no_ckpt_over_fade"] = out["trl_no_ckpt"]["median"] / f
         out["ratios"]["trl_over_fade_full"] = out["trl"]["median"] / out["fade_full"]["median"]
     Path(args.out).write_text(json.dumps(out, indent=2))
     print(f"{'':12s} s/step (median of {args.steps})")
-    for k in ("floor", "fade", "fade_full", "trl", "trl_no_ckpt"):
+    for k in ("floor", "floor_engine", "fade", "fade_full", "trl", "trl_no_ckpt"):
         if k in out:
             print(f"{k:12s} {out[k]['median']:.3f}")
     for k, v in out["ratios"].items():

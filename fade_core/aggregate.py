@@ -75,7 +75,8 @@ TABLES = (
 
 def pass_at_k_sql(n: str, c: str, k: str) -> str:
     """The SQL expression of unbiased pass@k for column expressions ``n``, ``c`` and ``k`` (k <= n)."""
-    return f"(1.0 - coalesce(list_product(list_transform(range(({n}) - ({c}) + 1, ({n}) + 1), lambda i: 1.0 - ({k}) / i)), 1.0))"
+    n_, c_ = f"CAST({n} AS BIGINT)", f"CAST({c} AS BIGINT)"  # sum() of ints is HUGEINT; range() wants BIGINT
+    return f"(1.0 - coalesce(list_product(list_transform(range({n_} - {c_} + 1, {n_} + 1), lambda i: 1.0 - ({k}) / i)), 1.0))"
 
 
 def normalise_completion_sql(col: str = "completion") -> str:

@@ -23,6 +23,10 @@ Method-specific sampling:
     * CoDaPO: after the normal update, the top 25% of questions by w_q are repeated 4 times, given
       fresh rollouts from the updated policy, and used for a second update (same minibatching).
 
+Method hints: a method's recommended loss aggregation and clip range (``adv.recommended()``: DAPO
+token-mean with eps 0.2/0.28, Dr.GRPO seq-mean-token-sum-norm) take precedence over ``train.loss_agg``
+/ ``eps_low`` / ``eps_high``; the clip range used is logged every step (eps_low, eps_high).
+
 The log-probs of the "old" policy in the PPO ratio are the engine's sampling log-probs, so an
 on-policy update (ppo_epochs = minibatches = 1) needs no extra forward pass: the ratio is exactly 1
 and the loss reduces to REINFORCE with the advantage. They are recomputed by one no-grad forward pass
@@ -406,6 +410,8 @@ class MetricsLog:
     def __init__(self, run_dir: Path) -> None:
         self.jsonl = run_dir / "metrics.jsonl"
         self.db = run_dir / "metrics.duckdb"
+        self._con: Any = None
+        self._columns: set[str] = set()
 
     def truncate(self, last_step: int) -> None:
         """Drop records after ``last_step`` (a resumed run re-logs the steps after its checkpoint)."""
@@ -437,21 +443,42 @@ class MetricsLog:
         return "DOUBLE"
 
     def append(self, record: dict[str, Any]) -> None:
-        import duckdb
-
+        """Append one step: a JSON line (flushed) and a row of train_steps (committed)."""
         with self.jsonl.open("a") as f:
             f.write(json.dumps(record, allow_nan=True) + "\n")
+        con = self._connection()
+        missing = [k for k in record if k not in self._columns]
+        if missing:
+            if not self._columns:
+                cols = ", ".join(f'"{k}" {self._sql_type(k)}' for k in record)
+                con.execute(f"CREATE TABLE IF NOT EXISTS train_steps ({cols})")
+                self._columns = self._existing(con)
+            for k in [k for k in record if k not in self._columns]:
+                con.execute(f'ALTER TABLE train_steps ADD COLUMN "{k}" {self._sql_type(k)}')
+                self._columns.add(k)
         keys = list(record)
-        with duckdb.connect(str(self.db)) as con:
-            cols = ", ".join(f'"{k}" {self._sql_type(k)}' for k in keys)
-            con.execute(f"CREATE TABLE IF NOT EXISTS train_steps ({cols})")
-            have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name='train_steps'").fetchall()}
-            for k in keys:
-                if k not in have:
-                    con.execute(f'ALTER TABLE train_steps ADD COLUMN "{k}" {self._sql_type(k)}')
-            names = ", ".join(f'"{k}"' for k in keys)
-            values = [_sql_value(record[k]) for k in keys]
-            con.execute(f"INSERT INTO train_steps ({names}) VALUES ({', '.join('?' for _ in keys)})", values)
+        names = ", ".join(f'"{k}"' for k in keys)
+        con.execute(f"INSERT INTO train_steps ({names}) VALUES ({', '.join('?' for _ in keys)})",
+                    [_sql_value(record[k]) for k in keys])
+
+    def _connection(self) -> Any:
+        """One connection for the run (readers fall back to metrics.jsonl while it holds the file)."""
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect(str(self.db))
+            self._columns = self._existing(self._con)
+        return self._con
+
+    @staticmethod
+    def _existing(con: Any) -> set[str]:
+        rows = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'train_steps'").fetchall()
+        return {r[0] for r in rows}
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
 
 def _sql_value(v: Any) -> Any:
@@ -921,6 +948,8 @@ class Trainer:
             "groups_used": len(groups.problems),
             "sampling_rounds": rounds,
             "kl_coef": self.kl_coef,
+            "eps_low": self.eps_low,
+            "eps_high": self.eps_high,
         }
         if isinstance(self.adv, adv_lib.FadeAdvantage):
             rec["p_hat"] = self.adv.p_hat
@@ -1065,6 +1094,7 @@ class Trainer:
                 if self.stop_after is not None and done >= self.stop_after:
                     break
         finally:
+            log.close()
             if bar is not None:
                 bar.close()
         if result.checkpoints:
