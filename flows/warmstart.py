@@ -43,13 +43,14 @@ def register(app: typer.Typer) -> None:
     def warmstart_command(
         eval_problems: Annotated[int, typer.Option("--eval-problems", min=0, help="Measure held-out pass@k on this many test problems (0: skip).")] = 0,
         eval_samples: Annotated[int, typer.Option("--eval-samples", min=1, help="Samples per problem for that check.")] = 64,
+        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress bar.")] = True,
         params: ParamsOpt = Path("params.yaml"),
         overrides: SetOpt = None,
     ) -> None:
         """Pre-train the built-in tiny model on countdown (correct_fraction knob) -> warmstart.out_dir."""
         cfg = load_config(params, overrides)
         try:
-            out = warmstart(cfg.to_dict(), eval_problems=eval_problems, eval_samples=eval_samples)
+            out = warmstart(cfg.to_dict(), eval_problems=eval_problems, eval_samples=eval_samples, progress=progress)
         except fconfig.ConfigError as e:
             typer.secho(f"fade warmstart: {e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None

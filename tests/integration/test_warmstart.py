@@ -85,7 +85,7 @@ def test_warmstart_and_train_commands(tmp_path: Path, monkeypatch: pytest.Monkey
     runner = CliRunner()
     missing = runner.invoke(app, ["train", *sets])
     assert missing.exit_code == 2 and "fade warmstart" in missing.output
-    out = runner.invoke(app, ["warmstart", *sets])
+    out = runner.invoke(app, ["warmstart", "--no-progress", *sets])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "models/base/checkpoints/step-30/config.json").exists()
     out = runner.invoke(app, ["train", "--method", "power", "--set", "train.params.alpha=2", "--no-progress", *sets])
@@ -95,3 +95,9 @@ def test_warmstart_and_train_commands(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (runs[0] / "checkpoints/step-2/model.safetensors").exists()
     bad = runner.invoke(app, ["train", "--method", "nope", *sets])
     assert bad.exit_code == 2 and "nope" in bad.output
+    # the DVC stage's form: one pipeline arm, every pipeline seed, under runs/<arm>/
+    out = runner.invoke(app, ["train", "--arm", "power2", "--no-progress", *sets, "--set", "pipeline.seeds=[0, 1]"])
+    assert out.exit_code == 0, out.output
+    arm_runs = sorted(p.name for p in (tmp_path / "runs" / "power2").iterdir())
+    assert len(arm_runs) == 2 and arm_runs[0].startswith("power2-s0-") and arm_runs[1].startswith("power2-s1-")
+    assert runner.invoke(app, ["train", "--arm", "nope", *sets]).exit_code == 2
