@@ -112,3 +112,18 @@ def test_dvc_repro_on_fresh_copy(tmp_path):
     _run([str(BIN / "fade"), "params", "--write", "params.yaml", "--set", "pipeline.arms.power2.params.alpha=3"], repo, env)
     third = _run([str(BIN / "dvc"), "repro"], repo, env, timeout=1500)
     assert _ran(third) == {"train@power2", "evaluate@power2", "aggregate", "report"}, third
+    # a queued experiment (dvc exp run --queue -S ...) runs and lands in `dvc exp show`
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "alpha 3"], cwd=repo, check=True)
+    _run([str(BIN / "dvc"), "exp", "run", "--queue", "-S", "pipeline.arms.power2.params.alpha=1", "-n", "alpha1"], repo, env)
+    _run([str(BIN / "dvc"), "queue", "start"], repo, env)
+    import time
+
+    deadline = time.time() + 1200
+    while time.time() < deadline:
+        status = _run([str(BIN / "dvc"), "queue", "status"], repo, env)
+        if "Queued" not in status and "Running" not in status:
+            break
+        time.sleep(5)
+    assert "Success" in status, status
+    shown = json.loads(_run([str(BIN / "dvc"), "exp", "show", "--json"], repo, env))
+    assert "alpha1" in json.dumps(shown)

@@ -1,0 +1,187 @@
+"""`fade study`: the FADE paper's claims checked on fade's own runs, as one Prefect flow.
+
+    fade study            # every study arm x >= 3 seeds, n >= 128 samples per problem: hours on 2 cores
+    fade study --quick    # the same machinery on a smoke budget
+    fade study --arms asym_d0.5,asym_d2 --set pipeline.seeds=[0,1]
+
+The study is the pipeline of `fade run` (flows/pipeline.py: prepare, warmstart, train every arm x seed,
+evaluate, aggregate, report) run with the study's arms (:func:`fade_core.study.study_arms`) under
+``results/study/``, followed by the claims (:func:`fade_core.study.compute_claims`) written to
+``results/study/STUDY.md`` and ``results/study/claims.json``.
+
+Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
+study's arms, at least 3 seeds (params.yaml's seeds, extended), ``eval.n_samples`` at least 128 and
+``eval.skip_existing=true``. It resumes where it stopped: a training run restarts from its last
+checkpoint (same config, same run directory) and checkpoints already evaluated with the same
+``n_samples`` are not evaluated again. The run time of every sitting is added to
+``results/study/runtime.json`` and STUDY.md states the total.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from prefect import flow, get_run_logger
+
+from fade_core import config as fconfig
+from fade_core import study as study_lib
+from flows.options import ParamsOpt, SetOpt, load_config
+from flows.pipeline import QUICK_OVERRIDES, task_runner
+
+STUDY_NAME = "study"
+MIN_SEEDS = 3
+MIN_SAMPLES = 128
+QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
+STUDY_QUICK_OVERRIDES = [s for s in QUICK_OVERRIDES if not s.startswith("pipeline.seeds=")] + [
+    f"pipeline.seeds={QUICK_SEEDS}"
+]
+
+
+def _flow_yaml(value: Any) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=100_000, sort_keys=False).strip()
+
+
+def study_overrides(params_path: str, overrides: list[str] | None, quick: bool = False,
+                    arms: list[str] | None = None) -> list[str]:
+    """The --set list that turns params.yaml into the study: study defaults, then --quick, then the user's."""
+    base = fconfig.load(params_path, list(overrides or []))
+    seeds = list(base.pipeline.seeds)
+    for s in range(max(seeds) + 1 if seeds else 0, 10_000):
+        if len(seeds) >= MIN_SEEDS:
+            break
+        seeds.append(s)
+    selected = {k: a.model_dump(mode="json") for k, a in study_lib.select_arms(arms).items()}
+    defaults = [
+        f"pipeline.name={STUDY_NAME}",
+        f"pipeline.arms={_flow_yaml(selected)}",
+        f"pipeline.seeds={_flow_yaml(seeds)}",
+        f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
+        "eval.skip_existing=true",
+        "report.title=fade study",
+    ]
+    return defaults + (STUDY_QUICK_OVERRIDES if quick else []) + list(overrides or [])
+
+
+def study_command(params: str, overrides: list[str] | None, quick: bool, arms: list[str] | None,
+                  results: str) -> str:
+    """The command line that reproduces this study, as STUDY.md states it."""
+    parts = ["fade", "study"] + (["--quick"] if quick else []) + (["--arms", ",".join(arms)] if arms else [])
+    if results != "results":
+        parts += ["--results", results]
+    if params != "params.yaml":
+        parts += ["--params", params]
+    for s in overrides or []:
+        parts += ["--set", s]
+    return shlex.join(parts)
+
+
+def record_sitting(root: Path, seconds: float, quick: bool) -> tuple[float, int]:
+    """Add this sitting to root/runtime.json; return (total seconds, sittings) of the study in that folder."""
+    path = root / "runtime.json"
+    sittings: list[dict[str, Any]] = []
+    if path.exists():
+        try:
+            sittings = list(json.loads(path.read_text()).get("sittings", []))
+        except (ValueError, AttributeError) as e:
+            raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
+    sittings.append({"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
+                     "quick": quick})
+    total = sum(float(s.get("seconds", 0.0)) for s in sittings)
+    path.write_text(json.dumps({"total_seconds": round(total, 1), "sittings": sittings}, indent=2) + "\n")
+    return total, len(sittings)
+
+
+def figure_links(root: Path, cfg: fconfig.Config) -> dict[str, str]:
+    """Report figures that exist, as paths relative to root (where STUDY.md is)."""
+    fig_dir = Path(cfg.report.out_dir) / cfg.report.name / "figures"
+    out = {}
+    for name, _caption in study_lib.REPORT_FIGURES:
+        for fmt in ("png", "svg"):
+            p = fig_dir / f"{name}.{fmt}"
+            if p.exists():
+                out[name] = os.path.relpath(p, root)
+                break
+    return out
+
+
+def write_study(root: Path, cfg: fconfig.Config, *, command: str, runtime_s: float, sittings: int,
+                timings: dict[str, float] | None, quick: bool) -> dict[str, str]:
+    """Compute the claims from root's runs and aggregated tables; write STUDY.md and claims.json."""
+    from fade_core.aggregate import load_training_records
+
+    train, _configs = load_training_records(cfg.train.runs_dir)
+    tables = study_lib.load_tables(Path(cfg.eval.results_dir) / "results.duckdb")
+    claims = study_lib.compute_claims(train, tables, arms=cfg.pipeline.arms, benchmark=cfg.train.benchmark)
+    machine = f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores"
+    md = study_lib.render_study_md(
+        claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings,
+        figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
+        n_samples=cfg.eval.n_samples, machine=machine, quick=quick,
+    )
+    md_path, json_path = root / "STUDY.md", root / "claims.json"
+    md_path.write_text(md)
+    json_path.write_text(study_lib.claims_json(
+        claims, command=command, runtime_seconds=round(runtime_s, 1), sittings=sittings, quick=quick,
+        seeds=list(cfg.pipeline.seeds), n_samples=cfg.eval.n_samples,
+        arms={k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}))
+    return {"study_md": str(md_path), "claims": str(json_path),
+            "verdicts": json.dumps({c.id: c.verdict for c in claims})}
+
+
+@flow(name="study", log_prints=True)
+def study(params_path: str = "params.yaml", overrides: list[str] | None = None, quick: bool = False,
+          arms: list[str] | None = None, results: str = "results", command: str | None = None) -> dict[str, Any]:
+    """Run the pipeline with the study's arms (a subflow on the Dask runner), then write the claims."""
+    from flows.pipeline import pipeline
+
+    log = get_run_logger()
+    start = time.perf_counter()
+    sets = study_overrides(params_path, overrides, quick, arms)
+    cfg = fconfig.load(params_path, sets)
+    log.info("study: %d arms x %d seeds, %d samples per problem", len(cfg.pipeline.arms), len(cfg.pipeline.seeds),
+             cfg.eval.n_samples)
+    out = pipeline.with_options(task_runner=task_runner(cfg))(params_path, sets, False, results)
+    root = Path(out["root"])
+    placed = fconfig.load(root / "config.yaml")
+    total, sittings = record_sitting(root, time.perf_counter() - start, quick)
+    written = write_study(root, placed, command=command or study_command(params_path, overrides, quick, arms, results),
+                          runtime_s=total, sittings=sittings, timings=out.get("timings"), quick=quick)
+    log.info("study written: %s", written["study_md"])
+    return {**out, **written, "runtime_s": total, "sittings": sittings}
+
+
+def register(app: typer.Typer) -> None:
+    """Add `fade study` to the CLI."""
+
+    @app.command("study")
+    def study_command_(
+        quick: Annotated[bool, typer.Option("--quick", help="Smoke budget: 2 seeds, 20 steps, 16 samples.")] = False,
+        arms: Annotated[str | None, typer.Option("--arms", help="Comma-separated study arms (default: all).")] = None,
+        results: Annotated[str, typer.Option("--results", help="Parent folder of results/study/.")] = "results",
+        params: ParamsOpt = Path("params.yaml"),
+        overrides: SetOpt = None,
+    ) -> None:
+        """The paper's claims on fade's own runs: every study arm x seed, then STUDY.md and claims.json."""
+        arm_list = [a.strip() for a in arms.split(",") if a.strip()] if arms else None
+        load_config(params, overrides)
+        try:
+            sets = study_overrides(str(params), overrides, quick, arm_list)
+            fconfig.load(params, sets)
+        except (fconfig.ConfigError, ValueError) as e:
+            typer.secho(f"fade study: {e}", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2) from None
+        out = study(str(params), list(overrides or []), quick, arm_list, results,
+                    study_command(str(params), overrides, quick, arm_list, results))
+        typer.echo(f"\nfade study finished: {out['runtime_s'] / 60:.1f} min in total over {out['sittings']} sitting(s)")
+        for cid, verdict in json.loads(out["verdicts"]).items():
+            typer.echo(f"  {cid:<22} {verdict}")
+        typer.echo(f"study: {out['study_md']}\nclaims: {out['claims']}\nreport: {out['report']}")

@@ -1,0 +1,63 @@
+"""`fade study --quick` end to end on a micro config with two arms of the sign axis: the pipeline runs
+under results/study/, and STUDY.md and claims.json are written from its runs; a second sitting resumes
+(nothing retrained, nothing re-evaluated) and adds to the run time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_pipeline import MICRO, ROOT, _env  # noqa: E402
+
+# the study's command on a local CLI (the lead registers flows.study in flows/cli.py)
+CLI = ("import typer; from flows import study; app = typer.Typer(); app.callback()(lambda: None); "
+       "study.register(app); app()")
+
+
+def _study(tmp: Path, *args: str) -> str:
+    cmd = [sys.executable, "-c", CLI, "study", *args]
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp), capture_output=True, text=True, timeout=1200)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"fade study failed ({proc.returncode}):\n{out[-6000:]}"
+    return out
+
+
+@pytest.mark.slow
+def test_fade_study_quick_micro(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("{}\n")
+    results = tmp_path / "results"
+    sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1"]), [])
+    args = ["--quick", "--arms", "asym_d0.5,asym_d2", "--params", str(params), "--results", str(results), *sets]
+    out = _study(tmp_path, *args)
+    root = results / "study"
+    assert f"study: {root / 'STUDY.md'}" in out
+    md = (root / "STUDY.md").read_text()
+    claims = json.loads((root / "claims.json").read_text())
+    ids = [c["id"] for c in claims["claims"]]
+    assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"]
+    assert {c["verdict"] for c in claims["claims"]} <= {"agrees", "disagrees", "inconclusive"}
+    assert claims["quick"] is True and claims["seeds"] == [0, 1] and claims["n_samples"] == 4
+    assert set(claims["arms"]) == {"asym_d0.5", "asym_d2"}
+    # the sign-axis claims were measured on the runs (two seeds each); the rest lack their arms
+    by_id = {c["id"]: c for c in claims["claims"]}
+    assert len(by_id["sign_entropy"]["values"]["slopes"]["asym_d2"]) == 2
+    assert "no training records of arm(s) asym_d1" in by_id["difficulty_signal"]["reason"]
+    assert "fade study --quick --arms asym_d0.5,asym_d2" in md and "Smoke run" in md
+    assert md.count("| **") == len(ids)
+    assert "(reports/default/figures/entropy.png)" in md and (root / "reports/default/figures/entropy.png").exists()
+    runs = sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir())
+    assert [r.split("-s")[0] for r in runs] == ["asym_d0.5", "asym_d0.5", "asym_d2", "asym_d2"]
+
+    # a second sitting resumes: same runs, the run time adds up
+    mtimes = {p: p.stat().st_mtime for p in (root / "eval").rglob("*.parquet") if "samples" in str(p)}
+    _study(tmp_path, *args)
+    again = json.loads((root / "claims.json").read_text())
+    assert again["sittings"] == 2 and again["runtime_seconds"] > claims["runtime_seconds"]
+    assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
+    assert {p: p.stat().st_mtime for p in mtimes} == mtimes

@@ -1,0 +1,270 @@
+"""The study's claims on synthetic training records and tables whose right verdict is known."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from fade_core import advantages, config
+from fade_core import study as st
+
+STEPS = 60
+
+
+def _runs(label: str, seeds: list[int], *, slope: float = -0.1, noise: float = 0.0, m_s: float = 0.1,
+          m_f: float = 0.1, rank1: float = 0.5, rank1_noise: float = 0.0, zero_var: float = 0.5,
+          columns_drop: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Training records of one arm: entropy = 2 + slope/100 * step (+ per-seed slope noise)."""
+    rows = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed + 1000 * len(label))
+        s = slope + noise * rng.standard_normal()
+        r1 = rank1 + rank1_noise * rng.standard_normal()
+        for step in range(1, STEPS + 1):
+            rows.append(dict(run_id=f"{label}-s{seed}-0000abcd", method=label, seed=seed, step=step, lr=1e-3,
+                             entropy=2.0 + s * step / 100.0, m_s=m_s, m_f=m_f,
+                             rank1_frac=r1 if step % 10 == 0 else math.nan, zero_var_frac=zero_var))
+    return pd.DataFrame(rows).drop(columns=list(columns_drop))
+
+
+def _sign_axis(succ_slope: float, fail_slope: float, noise: float, seeds=(0, 1, 2), **kw) -> pd.DataFrame:
+    return pd.concat([
+        _runs("asym_d2", list(seeds), slope=succ_slope, noise=noise, m_s=0.2, m_f=0.1, **kw),
+        _runs("asym_d1", list(seeds), slope=(succ_slope + fail_slope) / 2, noise=noise, **kw),
+        _runs("asym_d0.5", list(seeds), slope=fail_slope, noise=noise, m_s=0.1, m_f=0.2, **kw),
+    ], ignore_index=True)
+
+
+# ------------------------------------------------------------------------------------------ arms
+def test_study_arms_cover_the_axes_and_validate():
+    arms = st.study_arms()
+    assert {d: arms[x].params["delta"] for d, x in st.SIGN_AXIS.items()} == {0.5: 0.5, 1.0: 1.0, 2.0: 2.0}
+    assert all(arms[x].method == "asym_grpo" for x in st.SIGN_AXIS.values())
+    assert arms["power_a2"].params == {"alpha": 2.0} and arms["power_a3"].params == {"alpha": 3.0}
+    assert arms["fade_fixed_alpha"].params == {"fixed_alpha": 2.0}
+    assert arms["fade_fixed_delta"].params == {"fixed_delta": 1.0}
+    assert set(st.OTHER_METHODS) <= set(arms) and set(st.FADE_ARMS) <= set(arms)
+    cfg = config.from_dict({"pipeline": {"arms": {k: a.model_dump() for k, a in arms.items()}}})
+    assert list(cfg.pipeline.arms) == list(arms)
+
+
+def test_alpha_one_arm_is_power_alpha_one():
+    """The shared reference arm asym_grpo(delta=1) is exactly power(alpha=1)."""
+    r = (torch.rand(64, 8, generator=torch.Generator().manual_seed(0)) < 0.4).double()
+    a = advantages.build("asym_grpo", delta=1.0)(r)
+    b = advantages.build("power", alpha=1.0)(r)
+    assert torch.allclose(a, b)
+    assert advantages.build("asym_grpo", delta=1.0).loss_agg == advantages.build("power", alpha=1.0).loss_agg
+
+
+def test_select_arms():
+    assert list(st.select_arms(["asym_d2", "fade"])) == ["asym_d2", "fade"]
+    assert st.select_arms(None) == st.study_arms()
+    with pytest.raises(ValueError, match="nope"):
+        st.select_arms(["fade", "nope"])
+
+
+# ---------------------------------------------------------------------------------- sign axis
+def test_success_biased_collapses_faster_agrees():
+    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02))
+    assert c.verdict == st.AGREES, c.reason
+    assert c.values["diff"] == pytest.approx(-0.7, abs=0.1)
+    assert "asym_d2" in c.measurement and "m_S/m_F" in c.measurement
+
+
+def test_entropy_reversed_disagrees():
+    c = st.claim_entropy_collapse(_sign_axis(-0.1, -0.8, noise=0.02))
+    assert c.verdict == st.DISAGREES, c.reason
+
+
+def test_overlapping_seeds_inconclusive():
+    c = st.claim_entropy_collapse(_sign_axis(-0.3, -0.25, noise=0.5))
+    assert c.verdict == st.INCONCLUSIVE
+    assert "does not exceed the seed-to-seed spread" in c.reason
+
+
+def test_one_seed_inconclusive():
+    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.0, seeds=(0,)))
+    assert c.verdict == st.INCONCLUSIVE and "fewer than 2 seeds" in c.reason
+
+
+def test_missing_metric_and_arm_inconclusive_with_reason():
+    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("entropy",)))
+    assert c.verdict == st.INCONCLUSIVE and "no entropy column" in c.reason
+    c = st.claim_rank1_funnel(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("rank1_frac",)))
+    assert c.verdict == st.INCONCLUSIVE and "rank-1" in c.reason
+    only = _runs("asym_d2", [0, 1, 2])
+    c = st.claim_entropy_collapse(only)
+    assert c.verdict == st.INCONCLUSIVE and "asym_d0.5" in c.reason
+    c = st.claim_entropy_collapse(pd.DataFrame())
+    assert c.verdict == st.INCONCLUSIVE
+
+
+def test_rank1_funnel():
+    train = pd.concat([_runs("asym_d0.5", [0, 1, 2], rank1=0.9, rank1_noise=0.01),
+                       _runs("asym_d2", [0, 1, 2], rank1=0.6, rank1_noise=0.01)])
+    c = st.claim_rank1_funnel(train)
+    assert c.verdict == st.AGREES, c.reason
+    assert c.values["diff"] == pytest.approx(0.3, abs=0.05)
+    train = pd.concat([_runs("asym_d0.5", [0, 1, 2], rank1=0.6, rank1_noise=0.01),
+                       _runs("asym_d2", [0, 1, 2], rank1=0.9, rank1_noise=0.01)])
+    assert st.claim_rank1_funnel(train).verdict == st.DISAGREES
+
+
+def _drift_runs(n_runs: int, *, predictive: bool, with_cov: bool, steps: int = 200) -> pd.DataFrame:
+    rows = []
+    for i in range(n_runs):
+        rng = np.random.default_rng(i)
+        h, lr = 2.0, 0.5
+        for step in range(1, steps + 1):
+            m_s, m_f = rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)
+            cov = rng.normal(0.0, 0.2)
+            rows.append(dict(run_id=f"arm{i}-s0-0000abcd", method=f"arm{i}", seed=0, step=step, lr=lr, entropy=h,
+                             m_s=m_s, m_f=m_f, **({"cov_adv_logprob": cov} if with_cov else {})))
+            pred = lr * ((m_s - m_f) * h - cov)
+            h = h + (pred + rng.normal(0, 0.005) if predictive else rng.normal(0, 0.1))
+    return pd.DataFrame(rows)
+
+
+def test_drift_with_covariance_agrees_or_disagrees():
+    good = st.claim_entropy_drift(_drift_runs(4, predictive=True, with_cov=True))
+    assert good.verdict == st.AGREES, good.reason
+    assert good.values["mean_r"] > 0.9 and good.values["covariance_logged"]
+    bad = st.claim_entropy_drift(_drift_runs(6, predictive=False, with_cov=True))
+    assert bad.verdict == st.DISAGREES, bad.reason
+    assert abs(bad.values["mean_r"]) < 0.25
+
+
+def test_drift_without_covariance_is_inconclusive_and_says_what_is_missing():
+    train = _drift_runs(3, predictive=True, with_cov=False)
+    c = st.claim_entropy_drift(train)
+    assert c.verdict == st.INCONCLUSIVE
+    assert "Cov(A, log pi) is not in the training records" in c.reason and "cov_adv_logprob" in c.reason
+    assert "sign term" in c.measurement
+    assert len(c.values["r_per_run"]) == 3 and np.isfinite(c.values["mean_r"])  # the sign term is still correlated
+
+
+def test_drift_pairs_skip_gaps():
+    run = pd.DataFrame(dict(step=[1, 2, 4, 5], entropy=[1.0, 0.9, 0.7, 0.6], lr=1.0, m_s=0.2, m_f=0.1))
+    pairs = st.drift_pairs(run, {"entropy": "entropy", "lr": "lr", "m_s": "m_s", "m_f": "m_f", "cov": None})
+    assert pairs["step"].tolist() == [1.0, 4.0]
+    assert pairs["measured"].tolist() == pytest.approx([-0.1, -0.1])
+    assert pairs["sign_term"].tolist() == pytest.approx([0.1 * 1.0, 0.1 * 0.7])
+
+
+# ---------------------------------------------------------------------------- difficulty + FADE
+def _pass_table(spec: dict[str, tuple[float, float]], seeds=(0, 1, 2), noise: float = 0.005) -> pd.DataFrame:
+    """pass_at_k rows: per arm (pass@1, pass@4) at the final step 20 (step 10 is worse, must be ignored)."""
+    rows = []
+    for label, (p1, p4) in spec.items():
+        for seed in seeds:
+            eps = noise * (seed - 1)
+            for step, scale in ((10, 0.5), (20, 1.0)):
+                for k, v in ((1, p1), (4, p4)):
+                    rows.append(dict(run_id=f"{label}-s{seed}-0000abcd", method=label, seed=seed, step=step,
+                                     benchmark="countdown", bucket="all", k=k, pass_at_k=scale * v + eps))
+                rows.append(dict(run_id=f"{label}-s{seed}-0000abcd", method=label, seed=seed, step=step,
+                                 benchmark="countdown", bucket="easy", k=1, pass_at_k=0.99))
+    return pd.DataFrame(rows)
+
+
+def test_difficulty_axis():
+    tables = {"pass_at_k": _pass_table({"asym_d1": (0.30, 0.50), "power_a2": (0.31, 0.55), "power_a3": (0.30, 0.60)})}
+    train = pd.concat([_runs("asym_d1", [0, 1, 2], zero_var=0.6), _runs("power_a3", [0, 1, 2], zero_var=0.4)])
+    claims = {c.id: c for c in st.claims_difficulty(train, tables, "countdown")}
+    assert claims["difficulty_passk"].verdict == st.AGREES, claims["difficulty_passk"].reason
+    assert claims["difficulty_passk"].values["k"] == 4
+    assert claims["difficulty_passk"].values["diff"] == pytest.approx(0.10, abs=1e-9)
+    assert claims["difficulty_pass1"].verdict == st.INCONCLUSIVE  # equal pass@1, spread 0.007
+    assert claims["difficulty_signal"].verdict == st.AGREES
+    assert claims["difficulty_signal"].values["diff"] == pytest.approx(0.2)
+    missing = {c.id: c for c in st.claims_difficulty(pd.DataFrame(), {}, "countdown")}
+    assert all(c.verdict == st.INCONCLUSIVE for c in missing.values())
+
+
+def _peak(spec: dict[str, tuple[float, float]], seeds=(0, 1, 2)) -> pd.DataFrame:
+    rows = []
+    for label, (step, p1) in spec.items():
+        for seed in seeds:
+            rows.append(dict(run_id=f"{label}-s{seed}-0000abcd", method=label, seed=seed, benchmark="countdown",
+                             peak_step=step + seed, peak_pass_at_1=p1 + 0.002 * seed, final_pass_at_1=p1))
+    return pd.DataFrame(rows)
+
+
+def test_fade_against_best_static_and_ablations():
+    peak = _peak({"fade": (10, 0.50), "fade_fixed_alpha": (20, 0.40), "fade_fixed_delta": (12, 0.499),
+                  "power_a2": (60, 0.45), "rloo": (15, 0.30), "base": (0, 0.6)})
+    tables = {"peak": peak,
+              "pass_at_k": _pass_table({"fade": (0.50, 0.70), "power_a2": (0.45, 0.69)})}
+    claims = {c.id: c for c in st.claims_fade(tables, "countdown", st.study_arms())}
+    assert st.best_static(peak, st.FADE_ARMS) == "power_a2"  # base is not a baseline; rloo peaks lower
+    assert claims["fade_peak_step"].verdict == st.AGREES
+    assert claims["fade_peak_step"].values["steps_earlier"] == pytest.approx(50)
+    assert claims["fade_frontier"].verdict == st.AGREES, claims["fade_frontier"].reason
+    assert claims["fade_vs_fixed_alpha"].verdict == st.AGREES
+    assert claims["fade_vs_fixed_delta"].verdict == st.INCONCLUSIVE
+    none = {c.id: c for c in st.claims_fade({}, "countdown")}
+    assert all(c.verdict == st.INCONCLUSIVE for c in none.values()) and len(none) == 4
+
+
+def test_fade_peaks_later_disagrees():
+    peak = _peak({"fade": (80, 0.50), "power_a2": (20, 0.45)})
+    c = {c.id: c for c in st.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
+    assert c.verdict == st.DISAGREES
+
+
+# ---------------------------------------------------------------------------------------- output
+def test_compute_claims_render_and_json():
+    train = _sign_axis(-0.8, -0.1, noise=0.02)
+    claims = st.compute_claims(train, {}, arms=st.study_arms(), benchmark="countdown")
+    ids = [c.id for c in claims]
+    assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"] and len(ids) == len(set(ids)) == 10
+    md = st.render_study_md(claims, command="fade study --quick", runtime_s=3725, sittings=2,
+                            timings={"train": 100.0}, figures={"entropy": "reports/default/figures/entropy.png"},
+                            arms=st.study_arms(), seeds=[0, 1, 2], n_samples=128, quick=True)
+    assert "fade study --quick" in md and "1 h 02 min over 2 sitting(s)" in md
+    assert md.count("| **") == len(claims)
+    assert "![entropy](reports/default/figures/entropy.png)" in md and "Smoke run" in md
+    assert "`asym_d0.5` = asym_grpo(delta=0.5)" in md
+    data = json.loads(st.claims_json(claims, command="x"))
+    assert [c["id"] for c in data["claims"]] == ids
+    assert data["claims"][0]["verdict"] == st.AGREES
+    drift = data["claims"][2]["values"]
+    assert drift["covariance_logged"] is False  # nan-free JSON (nan -> null)
+
+
+# ------------------------------------------------------------------------------- flow helpers
+def test_study_overrides_defaults_quick_and_user_win(tmp_path):
+    from flows import study as flow_study
+
+    params = tmp_path / "params.yaml"
+    params.write_text("pipeline:\n  seeds: [5]\neval:\n  n_samples: 32\n")
+    sets = flow_study.study_overrides(str(params), ["eval.max_problems=3"])
+    cfg = config.load(params, sets)
+    assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7]
+    assert cfg.eval.n_samples == 128 and cfg.eval.skip_existing and cfg.eval.max_problems == 3
+    assert list(cfg.pipeline.arms) == list(st.study_arms())
+    assert cfg.pipeline.arms["asym_d0.5"].params == {"delta": 0.5}
+    quick = config.load(params, flow_study.study_overrides(str(params), None, quick=True, arms=["fade", "rloo"]))
+    assert quick.pipeline.seeds == [0, 1] and quick.eval.n_samples == 16 and list(quick.pipeline.arms) == ["fade", "rloo"]
+    user = config.load(params, flow_study.study_overrides(str(params), ["pipeline.seeds=[0]", "eval.n_samples=4",
+                                                                        "eval.ks=[1, 2]"], quick=True))
+    assert user.pipeline.seeds == [0] and user.eval.n_samples == 4
+    with pytest.raises(ValueError, match="unknown study arm"):
+        flow_study.study_overrides(str(params), None, arms=["grpo_typo"])
+
+
+def test_study_command_and_runtime_ledger(tmp_path):
+    from flows import study as flow_study
+
+    cmd = flow_study.study_command("p.yaml", ["eval.ks=[1, 2]"], True, ["fade", "rloo"], "out")
+    assert cmd == "fade study --quick --arms fade,rloo --results out --params p.yaml --set 'eval.ks=[1, 2]'"
+    assert flow_study.study_command("params.yaml", None, False, None, "results") == "fade study"
+    assert flow_study.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
+    assert flow_study.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
+    assert json.loads((tmp_path / "runtime.json").read_text())["total_seconds"] == 90.5
