@@ -31,7 +31,9 @@ The entropy-drift claim checks the first-order prediction of the entropy change 
 measured change ``H[t+1] - H[t]`` of the logged mean token entropy, run by run (Pearson r, then mean and
 spread over runs). The covariance term needs a ``cov_adv_logprob`` column in the training record; when the
 trainer does not log it, only the sign term ``eta * (m_S - m_F) * H`` is computed and the verdict is
-inconclusive, saying so.
+inconclusive, saying so. Only the correlation (and the sign agreement) is judged; the pooled slope of the
+measured on the predicted change is reported, not judged, since the trainer's step is several Adam updates
+over minibatches of a token-mean loss, so the logged ``lr`` is not the effective step size eta.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ LR_COLS = ("lr",)
 ZERO_VAR_COLS = ("zero_var_frac",)
 COV_COLS = ("cov_adv_logprob", "adv_logprob_cov")
 
-REPORT_FIGURES = (
+FIGURES = (  # study_sign_axis is drawn by the study (figures/); the rest are the report's figures
+    ("study_sign_axis", "Sign axis: entropy slope and final rank-1 fraction per delta (dots: seeds; bars: mean "
+     "± sd), and the measured per-step entropy change against the first-order drift prediction"),
     ("entropy", "Mean token entropy against step (sign axis: entropy collapse)"),
     ("rank1_fraction", "Rank-1 fraction of the output head's update (sign axis: rank-1 funnel)"),
     ("mass", "m_S and m_F against step"),
@@ -158,13 +162,17 @@ def seed_stats(values: Sequence[float]) -> tuple[float, float, int]:
     return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan, int(v.size)
 
 
-def compare(a: Sequence[float], b: Sequence[float], expect: int, what: str = "the difference") -> tuple[Comparison, str, str]:
-    """(comparison, verdict, reason) for "a - b has the sign of ``expect``" (+1 or -1) over per-seed values."""
+def compare(a: Sequence[float], b: Sequence[float], expect: int, what: str = "the difference",
+            names: tuple[str, str] = ("a", "b")) -> tuple[Comparison, str, str]:
+    """(comparison, verdict, reason) for "a - b has the sign of ``expect``" (+1 or -1) over per-seed values
+    (non-finite values are left out); ``names`` name a and b in the reason."""
     c = Comparison(*seed_stats(a), *seed_stats(b))
     if c.n_a == 0 or c.n_b == 0:
-        return c, INCONCLUSIVE, f"no values for {'a' if c.n_a == 0 else 'b'}"
+        empty = [n for n, k in zip(names, (c.n_a, c.n_b), strict=True) if k == 0]
+        return c, INCONCLUSIVE, f"no finite value for {' and '.join(empty)}"
     if c.n_a < 2 or c.n_b < 2:
-        return c, INCONCLUSIVE, f"fewer than 2 seeds (a: {c.n_a}, b: {c.n_b}): no seed-to-seed spread"
+        return c, INCONCLUSIVE, (f"fewer than 2 seeds ({names[0]}: {c.n_a}, {names[1]}: {c.n_b}): "
+                                 "no seed-to-seed spread")
     if abs(c.diff) <= c.spread:
         return c, INCONCLUSIVE, f"{what} {c.diff:+.4g} does not exceed the seed-to-seed spread {c.spread:.4g}"
     verdict = AGREES if c.diff * expect > 0 else DISAGREES
@@ -246,7 +254,9 @@ def claim_entropy_collapse(train: pd.DataFrame) -> Claim:
         return _missing(cid, axis, statement, source, f"no training records of arm(s) {', '.join(absent)}")
     slopes = {label: per_run(train, label, lambda r: entropy_slope(r, col)) for label in SIGN_AXIS.values()}
     c, verdict, reason = compare(slopes[succ], slopes[fail], expect=-1,
-                                 what=f"slope({succ}) - slope({fail})")
+                                 what=f"slope({succ}) - slope({fail})", names=(succ, fail))
+    if c.n_a == 0 or c.n_b == 0:
+        reason += " (an entropy slope needs at least 3 logged steps of a run)"
     parts = [f"{label}: {_fmt(*seed_stats(slopes[label]))}" for label in SIGN_AXIS.values() if slopes[label]]
     measurement = "entropy slope (nats per 100 steps) " + "; ".join(parts)
     masses = _mass_summary(train, [succ, fail])
@@ -279,12 +289,14 @@ def claim_rank1_funnel(train: pd.DataFrame) -> Claim:
     col = first_column(train, RANK1_COLS) if not train.empty else None
     if col is None:
         return _missing(cid, axis, statement, source, "no rank-1 fraction in the training records (the trainer logs "
-                        "rank1_frac every train.rank1_every steps; no run reached that step?)")
+                        "rank1_frac every train.rank1_every steps: no run reached that step, or every update of "
+                        "the head was zero)")
     absent = _has_arms(train, [succ, fail])
     if absent:
         return _missing(cid, axis, statement, source, f"no training records of arm(s) {', '.join(absent)}")
     finals = {label: per_run(train, label, lambda r: last_value(r, col)) for label in SIGN_AXIS.values()}
-    c, verdict, reason = compare(finals[fail], finals[succ], expect=+1, what=f"rank1({fail}) - rank1({succ})")
+    c, verdict, reason = compare(finals[fail], finals[succ], expect=+1, what=f"rank1({fail}) - rank1({succ})",
+                                 names=(fail, succ))
     parts = [f"{label}: {_fmt(*seed_stats(finals[label]))}" for label in SIGN_AXIS.values() if finals[label]]
     measurement = "final rank-1 fraction of dW (head, since step 0) " + "; ".join(parts)
     return Claim(cid, axis, statement, source, measurement, verdict, reason,
@@ -357,7 +369,7 @@ def claim_entropy_drift(train: pd.DataFrame) -> Claim:
             slope = float(np.polyfit(x, y, 1)[0])
     term = "full prediction" if full else "sign term eta (m_S - m_F) H only"
     measurement = (f"{term}: per-run Pearson r {_fmt(mean_r, sd_r, n_r)}; sign agreement {_fmt(*sign_acc)}; "
-                   f"pooled slope measured/predicted {slope:.3g}")
+                   f"pooled slope measured/predicted {slope:.3g}" if np.isfinite(slope) else "pooled slope n/a")
     values = {"r_per_run": rs, "mean_r": mean_r, "sd_r": sd_r, "sign_agreement": signs, "pooled_slope": slope,
               "covariance_logged": full}
     if not full:
@@ -415,8 +427,8 @@ def claims_difficulty(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], b
     p1, _ = final_pass_at_k(tables, benchmark, 1)
     pk, k = final_pass_at_k(tables, benchmark, None)
     specs = [
-        ("difficulty_pass1", "Focusing the weight on hard prompts (alpha = 3) does not cost pass@1 against alpha = 1; "
-         "measured as the difference alpha=3 - alpha=1.", p1, "pass_at_k", "pass@1", +1),
+        ("difficulty_pass1", "Higher alpha (weight on hard prompts) raises pass@1 against alpha = 1.",
+         p1, "pass_at_k", "pass@1", +1),
         ("difficulty_passk", f"Higher alpha (weight on hard prompts) raises pass@{k} (k > 1) against alpha = 1.",
          pk if (k or 0) > 1 else pd.DataFrame(), "pass_at_k", f"pass@{k}", +1),
     ]
@@ -429,7 +441,7 @@ def claims_difficulty(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], b
             out.append(_missing(cid, axis, statement, source, f"no {name} of arm(s) {', '.join(absent)}"))
             continue
         vals = {label: _values(df, label, col) for label in DIFFICULTY_AXIS.values()}
-        c, verdict, reason = compare(vals[hi], vals[lo], expect, what=f"{name}({hi}) - {name}({lo})")
+        c, verdict, reason = compare(vals[hi], vals[lo], expect, what=f"{name}({hi}) - {name}({lo})", names=(hi, lo))
         parts = [f"alpha={a:g} ({label}): {_fmt(*seed_stats(vals[label]))}" for a, label in DIFFICULTY_AXIS.items()]
         out.append(Claim(cid, axis, statement, source, f"final {name}: " + "; ".join(parts), verdict, reason,
                          {"values": vals, "diff": c.diff, "spread": c.spread, "k": 1 if cid.endswith("pass1") else k}))
@@ -446,7 +458,7 @@ def claims_difficulty(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], b
         return out
     sig = {label: per_run(train, label, lambda r: mean_value(r, col, lambda v: 1.0 - v))
            for label in DIFFICULTY_AXIS.values()}
-    c, verdict, reason = compare(sig[hi], sig[lo], +1, what=f"signal({hi}) - signal({lo})")
+    c, verdict, reason = compare(sig[hi], sig[lo], +1, what=f"signal({hi}) - signal({lo})", names=(hi, lo))
     parts = [f"alpha={a:g}: {_fmt(*seed_stats(sig[label]))}" for a, label in DIFFICULTY_AXIS.items()]
     out.append(Claim(cid, axis, statement, source, "mean share of prompts with signal per step: " + "; ".join(parts),
                      verdict, reason, {"values": sig, "diff": c.diff, "spread": c.spread}))
@@ -488,22 +500,23 @@ def claims_fade(tables: Mapping[str, pd.DataFrame], benchmark: str | None,
             out.append(_missing("fade_frontier", axis, s_front, "paper", "no evaluated static baseline"))
         else:
             f_steps, b_steps = _values(peak, "fade", "peak_step"), _values(peak, base, "peak_step")
-            c, verdict, reason = compare(b_steps, f_steps, +1, what=f"peak step({base}) - peak step(fade)")
+            c, verdict, reason = compare(b_steps, f_steps, +1, what=f"peak step({base}) - peak step(fade)",
+                                         names=(base, "fade"))
             meas = (f"peak step: fade {_fmt(*seed_stats(f_steps))}, best static {base} {_fmt(*seed_stats(b_steps))}; "
                     f"fade peaks {c.diff:+.3g} steps earlier")
             out.append(Claim("fade_peak_step", axis, s_peak, "paper", meas, verdict, reason,
                              {"baseline": base, "fade": f_steps, "baseline_steps": b_steps,
                               "steps_earlier": c.diff, "spread": c.spread}))
             out.append(_frontier_claim(tables, benchmark, base, s_front))
-    for label, what in (("fade_fixed_alpha", "the difficulty schedule (alpha)"),
-                        ("fade_fixed_delta", "the entropy schedule (delta)")):
+    for label, what in (("fade_fixed_alpha", "difficulty schedule (alpha)"),
+                        ("fade_fixed_delta", "entropy schedule (delta)")):
         cid = f"fade_vs_{label.removeprefix('fade_')}"
         statement = f"FADE's {what} helps: FADE's peak pass@1 beats the ablation {label}."
         if peak.empty or not {"fade", label} <= set(peak["method"]):
             out.append(_missing(cid, axis, statement, "paper (ablation)", f"no evaluated runs of fade and {label}"))
             continue
         f, a = _values(peak, "fade", "peak_pass_at_1"), _values(peak, label, "peak_pass_at_1")
-        c, verdict, reason = compare(f, a, +1, what=f"peak pass@1(fade) - peak pass@1({label})")
+        c, verdict, reason = compare(f, a, +1, what=f"peak pass@1(fade) - peak pass@1({label})", names=("fade", label))
         meas = f"peak pass@1: fade {_fmt(*seed_stats(f))}, {label} {_fmt(*seed_stats(a))}"
         out.append(Claim(cid, axis, statement, "paper (ablation)", meas, verdict, reason,
                          {"fade": f, label: a, "diff": c.diff, "spread": c.spread}))
@@ -516,8 +529,8 @@ def _frontier_claim(tables: Mapping[str, pd.DataFrame], benchmark: str | None, b
     pk, k = final_pass_at_k(tables, benchmark, None)
     if p1.empty or pk.empty or not k or k <= 1:
         return _missing(cid, axis, statement, "paper", "no final pass@1 and pass@k (k > 1) in the aggregated tables")
-    c1, v1, r1 = compare(_values(p1, "fade", "pass_at_k"), _values(p1, base, "pass_at_k"), +1, "pass@1 diff")
-    ck, vk, rk = compare(_values(pk, "fade", "pass_at_k"), _values(pk, base, "pass_at_k"), +1, f"pass@{k} diff")
+    c1, v1, r1 = compare(_values(p1, "fade", "pass_at_k"), _values(p1, base, "pass_at_k"), +1, "pass@1 diff", ("fade", base))
+    ck, vk, rk = compare(_values(pk, "fade", "pass_at_k"), _values(pk, base, "pass_at_k"), +1, f"pass@{k} diff", ("fade", base))
     verdicts = {v1, vk}
     if DISAGREES in verdicts:
         verdict = DISAGREES
@@ -576,6 +589,66 @@ def load_tables(database: str | Path, names: Sequence[str] = STUDY_TABLES) -> di
         for name in names:
             if name in have:
                 out[name] = con.execute(f"SELECT * FROM {name}").df()
+    return out
+
+
+# ======================================================================================== figure
+def fig_sign_axis(train: pd.DataFrame) -> Any:
+    """The sign axis in one figure: entropy slope and final rank-1 fraction per delta (mean, seeds as dots),
+    and measured H[t+1] - H[t] against the drift prediction (the sign term when the covariance is not
+    logged). Returns a matplotlib Figure, or None without training records of the sign-axis arms."""
+    if train.empty or "method" not in train.columns or not set(SIGN_AXIS.values()) & set(train["method"]):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    ent, r1 = first_column(train, ENTROPY_COLS), first_column(train, RANK1_COLS)
+    for ax, col, fn, ylabel in ((axes[0], ent, entropy_slope, "entropy slope (nats / 100 steps)"),
+                                (axes[1], r1, last_value, "final rank-1 fraction of dW (head)")):
+        ax.set_xlabel("AsymGRPO delta (m_F = m_S / delta)")
+        ax.set_ylabel(ylabel)
+        if col is None:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+            continue
+        for x, label in enumerate(SIGN_AXIS.values()):
+            vals = [v for v in per_run(train, label, lambda r, col=col, fn=fn: fn(r, col)) if np.isfinite(v)]
+            if vals:
+                ax.scatter([x] * len(vals), vals, color="#1f77b4", alpha=0.6, s=18)
+                ax.errorbar([x], [np.mean(vals)], yerr=[np.std(vals, ddof=1) if len(vals) > 1 else 0.0],
+                            fmt="_", color="k", markersize=18, capsize=4)
+        ax.set_xticks(range(len(SIGN_AXIS)), [f"{d:g}" for d in SIGN_AXIS])
+    ax = axes[2]
+    cols = {"entropy": ent, "lr": first_column(train, LR_COLS), "m_s": first_column(train, M_S_COLS),
+            "m_f": first_column(train, M_F_COLS), "cov": first_column(train, COV_COLS)}
+    key = "predicted" if cols["cov"] is not None else "sign_term"
+    ax.set_xlabel("predicted dH" + ("" if key == "predicted" else " (sign term only: Cov not logged)"))
+    ax.set_ylabel("measured H[t+1] - H[t]")
+    if all(cols[k] is not None for k in ("entropy", "lr", "m_s", "m_f")):
+        for i, (_, run) in enumerate(train.groupby("method", sort=True)):
+            pairs = pd.concat([drift_pairs(r, cols) for _, r in run.groupby("run_id")])
+            ax.scatter(pairs[key], pairs["measured"], s=6, alpha=0.5, label=str(run["method"].iloc[0]),
+                       color=plt.get_cmap("tab20")(i % 20))
+        ax.axhline(0, color="0.7", lw=0.8)
+        ax.axvline(0, color="0.7", lw=0.8)
+        ax.legend(fontsize=6, ncol=2, markerscale=2)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Any, path_stem: str | Path, formats: Sequence[str] = ("png",)) -> dict[str, Path]:
+    """Write ``fig`` as path_stem.<fmt> for each format and close it; return {fmt: path}."""
+    import matplotlib.pyplot as plt
+
+    stem = Path(path_stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for fmt in formats:
+        out[fmt] = stem.with_suffix(f".{fmt}")
+        fig.savefig(out[fmt], format=fmt, dpi=110, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
+    plt.close(fig)
     return out
 
 
@@ -653,7 +726,7 @@ def render_study_md(
     lines += [f"{i}. `{c.id}` ({c.verdict}): {c.reason}." for i, c in enumerate(claims, 1)]
     lines += ["", "## Figures", ""]
     if figures:
-        captions = dict(REPORT_FIGURES)
+        captions = dict(FIGURES)
         for name, rel in figures.items():
             lines += [f"### {captions.get(name, name)}", "", f"![{name}]({rel})", ""]
     else:

@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "flows.report",
     "flows.verify",
     "flows.sweep",
+    "flows.study",
 ]
 
 for _name in COMMAND_MODULES:

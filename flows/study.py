@@ -7,7 +7,8 @@
 The study is the pipeline of `fade run` (flows/pipeline.py: prepare, warmstart, train every arm x seed,
 evaluate, aggregate, report) run with the study's arms (:func:`fade_core.study.study_arms`) under
 ``results/study/``, followed by the claims (:func:`fade_core.study.compute_claims`) written to
-``results/study/STUDY.md`` and ``results/study/claims.json``.
+``results/study/STUDY.md`` and ``results/study/claims.json`` (with the study's own figure in
+``results/study/figures/``; STUDY.md links the report's figures under ``results/study/reports/``).
 
 Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
 study's arms, at least 3 seeds (params.yaml's seeds, extended), ``eval.n_samples`` at least 128 and
@@ -101,15 +102,14 @@ def record_sitting(root: Path, seconds: float, quick: bool) -> tuple[float, int]
 
 
 def figure_links(root: Path, cfg: fconfig.Config) -> dict[str, str]:
-    """Report figures that exist, as paths relative to root (where STUDY.md is)."""
-    fig_dir = Path(cfg.report.out_dir) / cfg.report.name / "figures"
+    """The study's figures (root/figures/) and the report's that exist, as paths relative to root (where
+    STUDY.md is), PNG where there is one."""
+    dirs = [root / "figures", Path(cfg.report.out_dir) / cfg.report.name / "figures"]
     out = {}
-    for name, _caption in study_lib.REPORT_FIGURES:
-        for fmt in ("png", "svg"):
-            p = fig_dir / f"{name}.{fmt}"
-            if p.exists():
-                out[name] = os.path.relpath(p, root)
-                break
+    for name, _caption in study_lib.FIGURES:
+        found = [d / f"{name}.{fmt}" for fmt in ("png", "svg") for d in dirs if (d / f"{name}.{fmt}").exists()]
+        if found:
+            out[name] = os.path.relpath(found[0], root)
     return out
 
 
@@ -121,6 +121,9 @@ def write_study(root: Path, cfg: fconfig.Config, *, command: str, runtime_s: flo
     train, _configs = load_training_records(cfg.train.runs_dir)
     tables = study_lib.load_tables(Path(cfg.eval.results_dir) / "results.duckdb")
     claims = study_lib.compute_claims(train, tables, arms=cfg.pipeline.arms, benchmark=cfg.train.benchmark)
+    fig = study_lib.fig_sign_axis(train)
+    if fig is not None:
+        study_lib.save_figure(fig, root / "figures" / "study_sign_axis", list(cfg.report.formats) or ["png"])
     machine = f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores"
     md = study_lib.render_study_md(
         claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings,

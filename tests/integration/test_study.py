@@ -50,6 +50,7 @@ def test_fade_study_quick_micro(tmp_path):
     assert "no training records of arm(s) asym_d1" in by_id["difficulty_signal"]["reason"]
     assert "fade study --quick --arms asym_d0.5,asym_d2" in md and "Smoke run" in md
     assert md.count("| **") == len(ids)
+    assert "(figures/study_sign_axis.png)" in md and (root / "figures" / "study_sign_axis.png").exists()
     assert "(reports/default/figures/entropy.png)" in md and (root / "reports/default/figures/entropy.png").exists()
     runs = sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir())
     assert [r.split("-s")[0] for r in runs] == ["asym_d0.5", "asym_d0.5", "asym_d2", "asym_d2"]

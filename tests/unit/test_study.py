@@ -93,6 +93,13 @@ def test_one_seed_inconclusive():
     assert c.verdict == st.INCONCLUSIVE and "fewer than 2 seeds" in c.reason
 
 
+def test_too_few_steps_for_a_slope_inconclusive():
+    train = _sign_axis(-0.8, -0.1, noise=0.02)
+    c = st.claim_entropy_collapse(train[train["step"] <= 2])
+    assert c.verdict == st.INCONCLUSIVE
+    assert "no finite value for asym_d2 and asym_d0.5" in c.reason and "3 logged steps" in c.reason
+
+
 def test_missing_metric_and_arm_inconclusive_with_reason():
     c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("entropy",)))
     assert c.verdict == st.INCONCLUSIVE and "no entropy column" in c.reason
@@ -236,6 +243,14 @@ def test_compute_claims_render_and_json():
     assert data["claims"][0]["verdict"] == st.AGREES
     drift = data["claims"][2]["values"]
     assert drift["covariance_logged"] is False  # nan-free JSON (nan -> null)
+
+
+def test_sign_axis_figure(tmp_path):
+    assert st.fig_sign_axis(pd.DataFrame()) is None
+    assert st.fig_sign_axis(_runs("rloo", [0])) is None
+    fig = st.fig_sign_axis(_sign_axis(-0.8, -0.1, noise=0.02))
+    paths = st.save_figure(fig, tmp_path / "figures" / "study_sign_axis", ["png", "svg"])
+    assert paths["png"].stat().st_size > 5_000 and paths["svg"].read_text().startswith("<?xml")
 
 
 # ------------------------------------------------------------------------------- flow helpers
