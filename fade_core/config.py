@@ -183,7 +183,7 @@ class Arm(Section):
 
 
 class PipelineConfig(Section):
-    name: str = Field("default", pattern=ARM_NAME_RE, description="Name of the study; `fade run` writes everything under results/<name>/.")
+    name: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", description="Name of the study; `fade run` writes everything under results/<name>/.")
     arms: dict[str, Arm] = Field(
         default_factory=lambda: {
             "fade": Arm(method="fade"),
