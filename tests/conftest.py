@@ -27,3 +27,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _restore_denormals():
+    """The trainer flushes denormal floats to zero (torch.set_flush_denormal, a process-wide CPU flag);
+    put the flag back after each test so later tests (hypothesis floats) see IEEE-754 behaviour."""
+    yield
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_flush_denormal(False)

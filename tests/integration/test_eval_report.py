@@ -219,7 +219,8 @@ def test_cli_evaluate_aggregate_report(tmp_path, monkeypatch):
     _tiny_checkpoint(run_dir, [25, 50])
     _problems_parquet(tmp_path / "data" / "problems" / "countdown.parquet")
     (tmp_path / "data" / "card.md").write_text("# Data card\ncountdown: 3 test problems\n")
-    common = ["--set", "eval.n_samples=4", "--set", "eval.ks=[1,2]", "--set", "rollout.max_new_tokens=6"]
+    common = ["--set", "eval.n_samples=4", "--set", "eval.ks=[1,2]", "--set", "rollout.max_new_tokens=6",
+              "--set", f"eval.results_dir={results}"]
     runner = CliRunner()
     try:
         import fade_core.verifiers  # noqa: F401
