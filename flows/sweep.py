@@ -20,7 +20,7 @@ import typer
 from prefect import flow, get_run_logger, tags
 
 from fade_core import config as fconfig
-from flows.options import ParamsOpt, SetOpt, load_config
+from flows.options import ParamsOpt, SetOpt
 
 STATIC_BASELINES = ["grpo", "dr_grpo", "rloo", "dapo", "power", "asym_grpo", "passk"]
 
@@ -129,6 +129,5 @@ def register(app: typer.Typer) -> None:
         except (fconfig.ConfigError, ValueError) as e:
             typer.secho(f"fade sweep: {e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
-        load_config(params, overrides)
         out = sweep.with_options(task_runner=task_runner(cfg))(method_list, seed_list, grid_d, str(params), overrides)
         typer.echo(f"sweep of {out['runs']} runs finished; report: {out['report']}")
