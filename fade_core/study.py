@@ -57,7 +57,7 @@ SIGN_AXIS: dict[float, str] = {0.5: "asym_d0.5", 1.0: "asym_d1", 2.0: "asym_d2"}
 DIFFICULTY_AXIS: dict[float, str] = {1.0: "asym_d1", 2.0: "power_a2", 3.0: "power_a3"}
 """alpha -> arm label (alpha = 1 is asym_grpo(delta=1): the same advantage as power(alpha=1))."""
 FADE_ARMS = ("fade", "fade_fixed_alpha", "fade_fixed_delta")
-OTHER_METHODS = ("rloo", "dapo", "passk", "pkpo", "maxpo", "codapo", "bbg", "w_reinforce")
+OTHER_METHODS = ("grpo", "rloo", "dapo", "passk", "pkpo", "maxpo", "codapo", "bbg", "w_reinforce")
 ABLATION_FIXED_ALPHA = 2.0
 ABLATION_FIXED_DELTA = 1.0
 

@@ -935,6 +935,10 @@ class Trainer:
             "all_fail_frac": float((per_group == 0).to(torch.float64).mean()) if per_group.numel() else math.nan,
             "all_pass_frac": float((per_group == g).to(torch.float64).mean()) if per_group.numel() else math.nan,
             "m_s": m_s, "m_f": m_f, "mass_ratio": ratio,
+            # Cov(A, log pi) of the entropy-drift formula: over the kept rollouts, the advantage against the
+            # rollout's per-token mean log-prob (per token, like `entropy`; E[log pi] = -H then holds)
+            "cov_adv_logprob": float(decomposition.adv_logprob_covariance(advantages, groups.mean_logprob, keep))
+            if groups.rewards.numel() else math.nan,
             "adv_mean": float(adv_kept.mean()) if adv_kept.numel() else math.nan,
             "adv_abs_mean": float(adv_kept.abs().mean()) if adv_kept.numel() else math.nan,
             "kept_frac": float(keep.to(torch.float64).mean()) if keep.numel() else math.nan,

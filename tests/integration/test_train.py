@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -72,7 +73,7 @@ def test_micro_run_writes_the_record(tmp_path: Path, base_model: Path) -> None:
     assert [r["step"] for r in recs] == list(range(1, 7))
     for key in ("reward_mean", "solve_hist", "zero_var_frac", "m_s", "m_f", "mass_ratio", "entropy", "clip_frac_low",
                 "clip_frac_high", "kl_ref", "grad_norm", "alpha", "delta", "len_mean", "time_rollout", "time_scoring",
-                "time_update", "tokens_per_s", "rank1_frac", "eff_rank"):
+                "time_update", "tokens_per_s", "rank1_frac", "eff_rank", "cov_adv_logprob"):
         assert key in recs[0], key
     assert sum(recs[0]["solve_hist"]) == 4 and len(recs[0]["solve_hist"]) == 9
     assert any(r["reward_mean"] > 0 for r in recs)
@@ -89,6 +90,31 @@ def test_micro_run_writes_the_record(tmp_path: Path, base_model: Path) -> None:
     base, _ = models.load(base_model)
     assert not torch.equal(models.output_head(m), models.output_head(base))  # it trained
     assert (res.run_dir / "config.yaml").exists()
+
+
+def test_cov_adv_logprob_is_the_covariance_over_kept_rollouts(tmp_path: Path, base_model: Path) -> None:
+    """The logged Cov(A, log pi) equals a brute-force covariance of the step's advantages with the rollouts'
+    per-token mean log-probs, over the rollouts the mask keeps (dapo masks nothing; asym has A != 0 mean)."""
+    seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
+
+    class Capturing(Trainer):
+        def _record(self, step, lr, first, groups, rounds, advantages, keep, upd, extra):  # type: ignore[override]
+            rec = super()._record(step, lr, first, groups, rounds, advantages, keep, upd, extra)
+            seen.append((advantages.numpy().copy(), groups.mean_logprob.numpy().copy(), keep.numpy().copy(),
+                         rec["cov_adv_logprob"]))
+            return rec
+
+    cfg = config.load(None, micro_overrides(tmp_path, **{"train.method": "asym_grpo", "train.params": {"delta": 2.0},
+                                                          "train.steps": 3, "train.checkpoint_every": 3}))
+    Capturing(cfg, base_model=str(base_model)).train()
+    assert len(seen) == 3
+    nonzero = 0
+    for adv, lp, keep, logged in seen:
+        a, l = adv[keep].astype(np.float64), lp[keep].astype(np.float64)
+        brute = sum((ai - a.mean()) * (li - l.mean()) for ai, li in zip(a, l, strict=True)) / len(a)
+        assert logged == pytest.approx(brute, abs=1e-12)
+        nonzero += abs(brute) > 1e-9
+    assert nonzero >= 1  # some step has signal, so the comparison is not 0 == 0
 
 
 @pytest.mark.parametrize("method", advantages.names())
