@@ -167,7 +167,7 @@ class EvalConfig(Section):
 
 
 # ----------------------------------------------------------------------------------------- pipeline
-ARM_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.]*$"
+ARM_NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_]*$"  # no '.': dvc.yaml names params pipeline.arms.<arm>
 
 
 class Arm(Section):
@@ -204,8 +204,8 @@ class PipelineConfig(Section):
         for name in self.arms:
             if not re.match(ARM_NAME_RE, name) or "-s" in name or name == "base":
                 raise ValueError(
-                    f"arm name {name!r}: use letters, digits, '_' and '.' (not '-s', and not 'base', "
-                    "the name of the untrained base model)"
+                    f"arm name {name!r}: use letters, digits and '_' (no '.', which DVC would read as a nested "
+                    "key; not '-s', and not 'base', the name of the untrained base model)"
                 )
         return self
 
@@ -218,6 +218,7 @@ class ReportConfig(Section):
     title: str = Field("fade report", min_length=1, description="Title of the HTML report.")
     tensorboard: bool = Field(True, description="Also write every run's training record as TensorBoard event files (reports/<name>/tensorboard).")
     wandb: bool = Field(False, description="Also write W&B offline runs (reports/<name>/wandb) when wandb is installed.")
+    study: bool = Field(False, description="Add the study section: the FADE paper's claims checked on these runs (`fade study` sets it).")
 
 
 # ------------------------------------------------------------------------------------------ compute

@@ -52,7 +52,7 @@ from fade_core.config import Arm
 
 AGREES, DISAGREES, INCONCLUSIVE = "agrees", "disagrees", "inconclusive"
 
-SIGN_AXIS: dict[float, str] = {0.5: "asym_d0.5", 1.0: "asym_d1", 2.0: "asym_d2"}
+SIGN_AXIS: dict[float, str] = {0.5: "asym_d0_5", 1.0: "asym_d1", 2.0: "asym_d2"}
 """delta -> arm label. delta = 0.5 is failure-biased (m_F = 2 m_S), delta = 2 success-biased."""
 DIFFICULTY_AXIS: dict[float, str] = {1.0: "asym_d1", 2.0: "power_a2", 3.0: "power_a3"}
 """alpha -> arm label (alpha = 1 is asym_grpo(delta=1): the same advantage as power(alpha=1))."""
@@ -592,6 +592,20 @@ def load_tables(database: str | Path, names: Sequence[str] = STUDY_TABLES) -> di
     return out
 
 
+def study_from_results(runs_dir: str | Path, results_db: str | Path, *, arms: Mapping[str, Arm] | None,
+                       benchmark: str | None, fig_dir: str | Path, formats: Sequence[str] = ("png",)
+                       ) -> tuple[list[Claim], dict[str, Path]]:
+    """The claims of the runs under ``runs_dir`` (training records) and ``results_db`` (aggregated tables),
+    and the sign-axis figure written to ``fig_dir`` (``{fmt: path}``; empty without sign-axis runs)."""
+    from fade_core.aggregate import load_training_records
+
+    train, _configs = load_training_records(runs_dir)
+    claims = compute_claims(train, load_tables(results_db), arms=arms, benchmark=benchmark)
+    fig = fig_sign_axis(train)
+    paths = save_figure(fig, Path(fig_dir) / "study_sign_axis", formats) if fig is not None else {}
+    return claims, paths
+
+
 # ======================================================================================== figure
 def fig_sign_axis(train: pd.DataFrame) -> Any:
     """The sign axis in one figure: entropy slope and final rank-1 fraction per delta (mean, seeds as dots),
@@ -653,6 +667,32 @@ def save_figure(fig: Any, path_stem: str | Path, formats: Sequence[str] = ("png"
 
 
 # ========================================================================================= output
+def render_claims_html(claims: Sequence[Claim], figure_png: str | Path | None = None) -> str:
+    """The report's study section (an HTML fragment): the verdict counts, the claims table (statement,
+    fade's measurement with its spread over seeds, verdict, why) and the sign-axis figure, embedded."""
+    import base64
+    import html
+
+    e = html.escape
+    counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES, INCONCLUSIVE)}
+    parts = [f"<p>{counts[AGREES]} agree, {counts[DISAGREES]} disagree, {counts[INCONCLUSIVE]} inconclusive. "
+             "A claim agrees (or disagrees) when the difference between arms has the paper's sign (or the opposite) "
+             "and exceeds the seed-to-seed spread sqrt(sd_a² + sd_b²); otherwise, or when data is missing, it is "
+             "inconclusive.</p>",
+             "<table class='claims'><thead><tr><th>#</th><th>axis</th><th>statement</th><th>source</th>"
+             "<th>fade's measurement (mean ± sd over seeds)</th><th>verdict</th><th>why</th></tr></thead><tbody>"]
+    for i, c in enumerate(claims, 1):
+        parts.append(f"<tr><td>{i}</td><td>{e(c.axis)}</td><td>{e(c.statement)}</td><td>{e(c.source)}</td>"
+                     f"<td>{e(c.measurement)}</td><td class='verdict-{e(c.verdict)}'><b>{e(c.verdict)}</b></td>"
+                     f"<td>{e(c.reason)}</td></tr>")
+    parts.append("</tbody></table>")
+    if figure_png is not None and Path(figure_png).exists():
+        data = base64.b64encode(Path(figure_png).read_bytes()).decode()
+        parts.append(f"<figure id='fig-study_sign_axis'><img alt='study_sign_axis' src='data:image/png;base64,{data}'>"
+                     f"<figcaption><b>{e(dict(FIGURES)['study_sign_axis'])}</b></figcaption></figure>")
+    return "\n".join(parts)
+
+
 def _jsonable(x: Any) -> Any:
     if isinstance(x, dict):
         return {str(k): _jsonable(v) for k, v in x.items()}
@@ -705,7 +745,11 @@ def render_study_md(
               "paper's sign (or the opposite) and exceeds the seed-to-seed spread sqrt(sd_a^2 + sd_b^2); otherwise, "
               "or when data is missing, it is *inconclusive* and the reason says why.", "",
               "## How it was run", "", "```", command, "```", ""]
-    lines.append(f"- run time: {_duration(runtime_s)} over {sittings} sitting(s)" + (f" on {machine}" if machine else ""))
+    if sittings:
+        lines.append(f"- run time: {_duration(runtime_s)} over {sittings} sitting(s)" + (f" on {machine}" if machine else ""))
+    else:
+        lines.append("- run time: not measured (the stages ran outside `fade study`, e.g. by `dvc repro`)"
+                     + (f"; claims computed on {machine}" if machine else ""))
     if timings:
         lines.append("- stages (last sitting): " + ", ".join(f"{k} {_duration(v)}" for k, v in timings.items()))
     if seeds:

@@ -26,6 +26,9 @@ def report(config: dict[str, Any] | None = None) -> dict[str, Any]:
         cfg.eval.results_dir, str(out_dir), title=cfg.report.title, params_yaml=cfg.to_yaml(),
         data_card_path=str(Path(cfg.data.out_dir) / "card.md"), formats=list(cfg.report.formats),
         tensorboard=cfg.report.tensorboard, wandb=cfg.report.wandb,
+        study={"runs_dir": cfg.train.runs_dir, "benchmark": cfg.train.benchmark,
+               "arms": {k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}}
+        if cfg.report.study else None,
     )
     out["config"] = str(fconfig.save(cfg, out_dir / "config.yaml"))
     return out

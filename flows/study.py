@@ -2,7 +2,13 @@
 
     fade study            # every study arm x >= 3 seeds, n >= 128 samples per problem: hours on 2 cores
     fade study --quick    # the same machinery on a smoke budget
-    fade study --arms asym_d0.5,asym_d2 --set pipeline.seeds=[0,1]
+    fade study --arms asym_d0_5,asym_d2 --set pipeline.seeds=[0,1]
+    fade study --write-params study/params.yaml   # the study's resolved params, for the DVC stage group
+    fade study --claims-only --params study/params.yaml   # STUDY.md from runs already there (its last stage)
+
+The same study as a DVC stage group: study/dvc.yaml runs the pipeline's stages inside study/ with
+study/params.yaml (written by ``--write-params``, so it is params.yaml plus the study's defaults), and
+its last stage, ``claims``, is ``fade study --claims-only``: `dvc repro study/dvc.yaml`.
 
 The study is the pipeline of `fade run` (flows/pipeline.py: prepare, warmstart, train every arm x seed,
 evaluate, aggregate, report) run with the study's arms (:func:`fade_core.study.study_arms`) under
@@ -68,6 +74,7 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
         f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
         "eval.skip_existing=true",
         "report.title=fade study",
+        "report.study=true",
     ]
     return defaults + (STUDY_QUICK_OVERRIDES if quick else []) + list(overrides or [])
 
@@ -116,14 +123,9 @@ def figure_links(root: Path, cfg: fconfig.Config) -> dict[str, str]:
 def write_study(root: Path, cfg: fconfig.Config, *, command: str, runtime_s: float, sittings: int,
                 timings: dict[str, float] | None, quick: bool) -> dict[str, str]:
     """Compute the claims from root's runs and aggregated tables; write STUDY.md and claims.json."""
-    from fade_core.aggregate import load_training_records
-
-    train, _configs = load_training_records(cfg.train.runs_dir)
-    tables = study_lib.load_tables(Path(cfg.eval.results_dir) / "results.duckdb")
-    claims = study_lib.compute_claims(train, tables, arms=cfg.pipeline.arms, benchmark=cfg.train.benchmark)
-    fig = study_lib.fig_sign_axis(train)
-    if fig is not None:
-        study_lib.save_figure(fig, root / "figures" / "study_sign_axis", list(cfg.report.formats) or ["png"])
+    claims, _figs = study_lib.study_from_results(
+        cfg.train.runs_dir, Path(cfg.eval.results_dir) / "results.duckdb", arms=cfg.pipeline.arms,
+        benchmark=cfg.train.benchmark, fig_dir=root / "figures", formats=list(cfg.report.formats) or ["png"])
     machine = f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores"
     md = study_lib.render_study_md(
         claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings,
@@ -138,6 +140,44 @@ def write_study(root: Path, cfg: fconfig.Config, *, command: str, runtime_s: flo
         arms={k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}))
     return {"study_md": str(md_path), "claims": str(json_path),
             "verdicts": json.dumps({c.id: c.verdict for c in claims})}
+
+
+def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[str, str]:
+    """STUDY.md and claims.json beside ``params_path`` (a study's resolved params: study/params.yaml of the DVC
+    stage group, or results/study/config.yaml of a flow run) from the runs and tables its paths point at.
+    Nothing is trained or evaluated; the run time is not measured here (the stages ran elsewhere)."""
+    cfg = fconfig.load(params_path, list(overrides or []))
+    root = params_path.resolve().parent
+    if not Path(cfg.eval.results_dir, "results.duckdb").exists():
+        raise FileNotFoundError(f"{Path(cfg.eval.results_dir, 'results.duckdb')}: no aggregated results; run the "
+                                "study's stages first (dvc repro study/dvc.yaml, or fade study)")
+    command = "dvc repro " + os.path.relpath(root / "dvc.yaml") if (root / "dvc.yaml").exists() else \
+        study_command(str(params_path), overrides, False, None, "results") + " --claims-only"
+    return write_study(root, cfg, command=command, runtime_s=float("nan"), sittings=0, timings=None, quick=False)
+
+
+def publish(root: Path, md_dest: Path, fig_dir: Path) -> Path:
+    """Copy root/STUDY.md to ``md_dest`` with every figure it shows copied into ``fig_dir`` and its link
+    rewritten to point there (relative to md_dest): the study as committed to the repository."""
+    import re
+    import shutil
+
+    src = root / "STUDY.md"
+    if not src.exists():
+        raise FileNotFoundError(f"{src}: no study written there yet (run fade study first)")
+    fig_dir.mkdir(parents=True, exist_ok=True)
+
+    def relink(m: re.Match[str]) -> str:
+        fig = (root / m.group(2)).resolve()
+        if not fig.exists():
+            raise FileNotFoundError(f"{src} shows {m.group(2)}, which does not exist under {root}")
+        dest = fig_dir / fig.name
+        shutil.copyfile(fig, dest)
+        return f"![{m.group(1)}]({os.path.relpath(dest, md_dest.resolve().parent)})"
+
+    text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", relink, src.read_text())
+    md_dest.write_text(text)
+    return md_dest
 
 
 @flow(name="study", log_prints=True)
@@ -172,16 +212,47 @@ def register(app: typer.Typer) -> None:
         results: Annotated[str, typer.Option("--results", help="Parent folder of results/study/.")] = "results",
         params: ParamsOpt = Path("params.yaml"),
         overrides: SetOpt = None,
+        write_params: Annotated[Path | None, typer.Option(
+            "--write-params", help="Write the study's resolved params (documented) to this file and stop.")] = None,
+        claims_only_: Annotated[bool, typer.Option(
+            "--claims-only", help="Only write STUDY.md and claims.json beside --params, from the runs already there.")] = False,
+        publish_: Annotated[Path | None, typer.Option(
+            "--publish", help="Copy <results>/study/STUDY.md to this file, its figures beside it in <stem>_figures/, and stop.")] = None,
     ) -> None:
         """The paper's claims on fade's own runs: every study arm x seed, then STUDY.md and claims.json."""
         arm_list = [a.strip() for a in arms.split(",") if a.strip()] if arms else None
         load_config(params, overrides)
+        if publish_ is not None:
+            try:
+                md = publish(Path(results) / STUDY_NAME, publish_, publish_.parent / f"{publish_.stem.lower()}_figures")
+            except FileNotFoundError as e:
+                typer.secho(f"fade study: {e}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(1) from None
+            typer.echo(f"published {md}")
+            return
+        if claims_only_:
+            try:
+                written = claims_only(params, list(overrides or []))
+            except FileNotFoundError as e:
+                typer.secho(f"fade study: {e}", fg=typer.colors.RED, err=True)
+                raise typer.Exit(1) from None
+            for cid, verdict in json.loads(written["verdicts"]).items():
+                typer.echo(f"  {cid:<22} {verdict}")
+            typer.echo(f"study: {written['study_md']}\nclaims: {written['claims']}")
+            return
         try:
             sets = study_overrides(str(params), overrides, quick, arm_list)
             fconfig.load(params, sets)
         except (fconfig.ConfigError, ValueError) as e:
             typer.secho(f"fade study: {e}", fg=typer.colors.RED, err=True)
             raise typer.Exit(2) from None
+        if write_params is not None:
+            header = (f"# The study's params, written by `{study_command(str(params), overrides, quick, arm_list, results)} "
+                      f"--write-params {write_params}`:\n# {params} plus the study's defaults. Regenerate it after "
+                      "changing those; edit it to change only the study.\n")
+            write_params.write_text(header + fconfig.render_yaml(fconfig.load(params, sets)))
+            typer.echo(f"wrote {write_params}")
+            return
         out = study(str(params), list(overrides or []), quick, arm_list, results,
                     study_command(str(params), overrides, quick, arm_list, results))
         typer.echo(f"\nfade study finished: {out['runtime_s'] / 60:.1f} min in total over {out['sittings']} sitting(s)")

@@ -9,6 +9,8 @@ from typing import Any
 from prefect import task
 
 from fade_core import report as rep
+from fade_core import study as study_lib
+from fade_core.config import Arm
 
 
 @task(name="build-report")
@@ -22,13 +24,28 @@ def build_report(
     formats: list[str],
     tensorboard: bool,
     wandb: bool,
+    study: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write reports/<name>/ (see fade_core.report); return the paths and the figures left out (with why)."""
+    """Write reports/<name>/ (see fade_core.report); return the paths and the figures left out (with why).
+
+    ``study`` ({"runs_dir", "arms": {label: {method, params}}, "benchmark"}) adds the study section: the
+    claims of fade_core.study computed from those runs and this results.duckdb, and the sign-axis figure."""
     card = ""
     if data_card_path and Path(data_card_path).exists():
         card = Path(data_card_path).read_text()
     inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats)
+    claims = []
+    if study is not None:
+        db = Path(results_dir) / "results.duckdb" if Path(results_dir).is_dir() else Path(results_dir)
+        arms = {k: Arm(**a) for k, a in study["arms"].items()}
+        claims, figs = study_lib.study_from_results(study["runs_dir"], db, arms=arms, benchmark=study.get("benchmark"),
+                                                    fig_dir=Path(out_dir) / "figures",
+                                                    formats=sorted({"png", *formats}))
+        inputs.sections.append(("study", "Study: the FADE paper's claims on these runs",
+                                study_lib.render_claims_html(claims, figs.get("png"))))
     out = rep.build_report(results_dir, out_dir, inputs, tensorboard=tensorboard, wandb=wandb)
+    if study is not None:
+        out["claims"] = {c.id: c.verdict for c in claims}
     _publish(results_dir, out)
     return {
         "html": str(out["html"]),
@@ -37,6 +54,7 @@ def build_report(
         "headline": str(out["headline"]),
         "tensorboard": str(out["tensorboard"]) if out["tensorboard"] else None,
         "wandb": str(out["wandb"]) if out["wandb"] else None,
+        "claims": out.get("claims"),
     }
 
 

@@ -33,7 +33,7 @@ def test_fade_study_quick_micro(tmp_path):
     params.write_text("{}\n")
     results = tmp_path / "results"
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1"]), [])
-    args = ["--quick", "--arms", "asym_d0.5,asym_d2", "--params", str(params), "--results", str(results), *sets]
+    args = ["--quick", "--arms", "asym_d0_5,asym_d2", "--params", str(params), "--results", str(results), *sets]
     out = _study(tmp_path, *args)
     root = results / "study"
     assert f"study: {root / 'STUDY.md'}" in out
@@ -43,17 +43,24 @@ def test_fade_study_quick_micro(tmp_path):
     assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"]
     assert {c["verdict"] for c in claims["claims"]} <= {"agrees", "disagrees", "inconclusive"}
     assert claims["quick"] is True and claims["seeds"] == [0, 1] and claims["n_samples"] == 4
-    assert set(claims["arms"]) == {"asym_d0.5", "asym_d2"}
+    assert set(claims["arms"]) == {"asym_d0_5", "asym_d2"}
     # the sign-axis claims were measured on the runs (two seeds each); the rest lack their arms
     by_id = {c["id"]: c for c in claims["claims"]}
     assert len(by_id["sign_entropy"]["values"]["slopes"]["asym_d2"]) == 2
     assert "no training records of arm(s) asym_d1" in by_id["difficulty_signal"]["reason"]
-    assert "fade study --quick --arms asym_d0.5,asym_d2" in md and "Smoke run" in md
+    assert "fade study --quick --arms asym_d0_5,asym_d2" in md and "Smoke run" in md
     assert md.count("| **") == len(ids)
     assert "(figures/study_sign_axis.png)" in md and (root / "figures" / "study_sign_axis.png").exists()
     assert "(reports/default/figures/entropy.png)" in md and (root / "reports/default/figures/entropy.png").exists()
+    # the HTML report has the study section: one row per claim, with claims.json's verdicts, and the figure
+    page = (root / "reports/default/index.html").read_text()
+    assert "<h2 id='study'>" in page and "<a href='#study'>" in page
+    assert page.count("<td class='verdict-") == len(ids)
+    verdicts = [c["verdict"] for c in claims["claims"]]
+    assert [v.split("'")[0] for v in page.split("<td class='verdict-")[1:]] == verdicts
+    assert "id='fig-study_sign_axis'" in page
     runs = sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir())
-    assert [r.split("-s")[0] for r in runs] == ["asym_d0.5", "asym_d0.5", "asym_d2", "asym_d2"]
+    assert [r.split("-s")[0] for r in runs] == ["asym_d0_5", "asym_d0_5", "asym_d2", "asym_d2"]
 
     # a second sitting resumes: same runs, the run time adds up
     mtimes = {p: p.stat().st_mtime for p in (root / "eval").rglob("*.parquet") if "samples" in str(p)}
@@ -62,3 +69,16 @@ def test_fade_study_quick_micro(tmp_path):
     assert again["sittings"] == 2 and again["runtime_seconds"] > claims["runtime_seconds"]
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes
+
+    # --claims-only recomputes the same verdicts from the placed config, without a sitting
+    _study(tmp_path, "--claims-only", "--params", str(root / "config.yaml"))
+    only = json.loads((root / "claims.json").read_text())
+    assert [c["verdict"] for c in only["claims"]] == [c["verdict"] for c in again["claims"]]
+    assert only["sittings"] == 0 and "not measured" in (root / "STUDY.md").read_text()
+    # --publish copies STUDY.md with its figures beside it, links rewritten
+    dest = tmp_path / "pub" / "STUDY.md"
+    dest.parent.mkdir()
+    _study(tmp_path, "--results", str(results), "--publish", str(dest))
+    text = dest.read_text()
+    assert "](study_figures/study_sign_axis.png)" in text and (dest.parent / "study_figures/study_sign_axis.png").exists()
+    assert "](study_figures/entropy.png)" in text and "reports/default" not in text

@@ -110,8 +110,8 @@ def test_cov_adv_logprob_is_the_covariance_over_kept_rollouts(tmp_path: Path, ba
     assert len(seen) == 3
     nonzero = 0
     for adv, lp, keep, logged in seen:
-        a, l = adv[keep].astype(np.float64), lp[keep].astype(np.float64)
-        brute = sum((ai - a.mean()) * (li - l.mean()) for ai, li in zip(a, l, strict=True)) / len(a)
+        a, lps = adv[keep].astype(np.float64), lp[keep].astype(np.float64)
+        brute = sum((ai - a.mean()) * (li - lps.mean()) for ai, li in zip(a, lps, strict=True)) / len(a)
         assert logged == pytest.approx(brute, abs=1e-12)
         nonzero += abs(brute) > 1e-9
     assert nonzero >= 1  # some step has signal, so the comparison is not 0 == 0

@@ -72,6 +72,9 @@ def test_overrides_are_typed():
         (["train.method=nonsense"], "train"),
         (["train.method=power", "train.params.alpah=2"], "train"),
         (["eval.n_samples=4", "eval.ks=[10, 100]"], "n_samples"),
+        (["pipeline.arms={power0.5: {method: power}}"], "power0.5"),  # DVC would read the '.' as a nested key
+        (["pipeline.arms={base: {method: grpo}}"], "base"),
+        (["pipeline.arms={grpo-s1: {method: grpo}}"], "grpo-s1"),
     ],
 )
 def test_bad_keys_are_named(overrides, named):

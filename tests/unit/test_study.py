@@ -36,7 +36,7 @@ def _sign_axis(succ_slope: float, fail_slope: float, noise: float, seeds=(0, 1, 
     return pd.concat([
         _runs("asym_d2", list(seeds), slope=succ_slope, noise=noise, m_s=0.2, m_f=0.1, **kw),
         _runs("asym_d1", list(seeds), slope=(succ_slope + fail_slope) / 2, noise=noise, **kw),
-        _runs("asym_d0.5", list(seeds), slope=fail_slope, noise=noise, m_s=0.1, m_f=0.2, **kw),
+        _runs("asym_d0_5", list(seeds), slope=fail_slope, noise=noise, m_s=0.1, m_f=0.2, **kw),
     ], ignore_index=True)
 
 
@@ -97,7 +97,7 @@ def test_too_few_steps_for_a_slope_inconclusive():
     train = _sign_axis(-0.8, -0.1, noise=0.02)
     c = st.claim_entropy_collapse(train[train["step"] <= 2])
     assert c.verdict == st.INCONCLUSIVE
-    assert "no finite value for asym_d2 and asym_d0.5" in c.reason and "3 logged steps" in c.reason
+    assert "no finite value for asym_d2 and asym_d0_5" in c.reason and "3 logged steps" in c.reason
 
 
 def test_missing_metric_and_arm_inconclusive_with_reason():
@@ -107,18 +107,18 @@ def test_missing_metric_and_arm_inconclusive_with_reason():
     assert c.verdict == st.INCONCLUSIVE and "rank-1" in c.reason
     only = _runs("asym_d2", [0, 1, 2])
     c = st.claim_entropy_collapse(only)
-    assert c.verdict == st.INCONCLUSIVE and "asym_d0.5" in c.reason
+    assert c.verdict == st.INCONCLUSIVE and "asym_d0_5" in c.reason
     c = st.claim_entropy_collapse(pd.DataFrame())
     assert c.verdict == st.INCONCLUSIVE
 
 
 def test_rank1_funnel():
-    train = pd.concat([_runs("asym_d0.5", [0, 1, 2], rank1=0.9, rank1_noise=0.01),
+    train = pd.concat([_runs("asym_d0_5", [0, 1, 2], rank1=0.9, rank1_noise=0.01),
                        _runs("asym_d2", [0, 1, 2], rank1=0.6, rank1_noise=0.01)])
     c = st.claim_rank1_funnel(train)
     assert c.verdict == st.AGREES, c.reason
     assert c.values["diff"] == pytest.approx(0.3, abs=0.05)
-    train = pd.concat([_runs("asym_d0.5", [0, 1, 2], rank1=0.6, rank1_noise=0.01),
+    train = pd.concat([_runs("asym_d0_5", [0, 1, 2], rank1=0.6, rank1_noise=0.01),
                        _runs("asym_d2", [0, 1, 2], rank1=0.9, rank1_noise=0.01)])
     assert st.claim_rank1_funnel(train).verdict == st.DISAGREES
 
@@ -237,7 +237,7 @@ def test_compute_claims_render_and_json():
     assert "fade study --quick" in md and "1 h 02 min over 2 sitting(s)" in md
     assert md.count("| **") == len(claims)
     assert "![entropy](reports/default/figures/entropy.png)" in md and "Smoke run" in md
-    assert "`asym_d0.5` = asym_grpo(delta=0.5)" in md
+    assert "`asym_d0_5` = asym_grpo(delta=0.5)" in md
     data = json.loads(st.claims_json(claims, command="x"))
     assert [c["id"] for c in data["claims"]] == ids
     assert data["claims"][0]["verdict"] == st.AGREES
@@ -264,7 +264,7 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7]
     assert cfg.eval.n_samples == 128 and cfg.eval.skip_existing and cfg.eval.max_problems == 3
     assert list(cfg.pipeline.arms) == list(st.study_arms())
-    assert cfg.pipeline.arms["asym_d0.5"].params == {"delta": 0.5}
+    assert cfg.pipeline.arms["asym_d0_5"].params == {"delta": 0.5}
     quick = config.load(params, flow_study.study_overrides(str(params), None, quick=True, arms=["fade", "rloo"]))
     assert quick.pipeline.seeds == [0, 1] and quick.eval.n_samples == 16 and list(quick.pipeline.arms) == ["fade", "rloo"]
     user = config.load(params, flow_study.study_overrides(str(params), ["pipeline.seeds=[0]", "eval.n_samples=4",
