@@ -151,8 +151,10 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
     if not Path(cfg.eval.results_dir, "results.duckdb").exists():
         raise FileNotFoundError(f"{Path(cfg.eval.results_dir, 'results.duckdb')}: no aggregated results; run the "
                                 "study's stages first (dvc repro study/dvc.yaml, or fade study)")
-    command = "dvc repro " + os.path.relpath(root / "dvc.yaml") if (root / "dvc.yaml").exists() else \
-        study_command(str(params_path), overrides, False, None, "results") + " --claims-only"
+    if (root / "dvc.yaml").exists():  # the DVC stage group (run from the folder above it)
+        command = f"dvc repro {root.name}/dvc.yaml"
+    else:
+        command = study_command(str(params_path), overrides, False, None, "results") + " --claims-only"
     return write_study(root, cfg, command=command, runtime_s=float("nan"), sittings=0, timings=None, quick=False)
 
 

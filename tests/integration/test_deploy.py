@@ -21,17 +21,17 @@ import inspect
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prefect_local import TELEMETRY_ENV, free_port, kill_group, server_env, start_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT_YAML = REPO / "prefect.yaml"
@@ -44,7 +44,6 @@ AGREED_PARAMETERS = {
     "flows/pipeline.py:pipeline": {"params_path", "overrides", "quick"},
     "flows/sweep.py:sweep": {"methods", "seeds", "grid", "params_path", "overrides"},
 }
-TELEMETRY_ENV = {"DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DVC_NO_ANALYTICS": "1"}
 PLACEHOLDER = re.compile(r"{{\s*([\w.\-$]+)\s*}}")
 
 
@@ -216,55 +215,6 @@ def test_launch_torchrun_refuses_a_directory_without_params(tmp_path: Path) -> N
 
 
 # ---------------------------------------------------------------------------- the server round trip
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kill_group(proc: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM the process group started for ``proc``, then SIGKILL what is left."""
-    if proc is None:
-        return
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        pgid = None
-    if pgid is not None:
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pgid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                continue
-            # The leader is gone; children (uvicorn) may still be in the group.
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                break
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(timeout=5)
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prefect server exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"prefect server at {url} not healthy after {timeout:.0f} s:\n{log.read_text()[-3000:]}")
-
-
 def _prefect(env: dict[str, str], *args: str, timeout: float = 300) -> str:
     res = subprocess.run(
         [sys.executable, "-m", "prefect", "--no-prompt", *args],
@@ -305,34 +255,20 @@ async def _flow_run_and_logs(api_url: str, flow_run_id: Any) -> tuple[Any, list[
 @pytest.mark.slow
 def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
     started = time.monotonic()
-    port = _free_port()
+    port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     home = tmp_path / "prefect-home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != "FADE_WORKDIR"}
-    env.update(TELEMETRY_ENV)
+    env = server_env(home, port, {k: v for k, v in os.environ.items() if k != "FADE_WORKDIR"})
     env.update(
-        PREFECT_HOME=str(home),
-        PREFECT_API_URL=api_url,
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_API_HOST="127.0.0.1",
-        PREFECT_SERVER_API_PORT=str(port),
-        PREFECT_SERVER_UI_ENABLED="false",
         PREFECT_LOGGING_LEVEL="INFO",
         PWD=str(REPO),  # what a shell sets when the worker is started from the repository root
     )
-    server_log = tmp_path / "server.log"
     worker_log = tmp_path / "worker.log"
     server: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
     try:
-        with server_log.open("wb") as out:
-            server = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port),
-                 "--no-ui", "--no-services"],
-                cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        _wait_healthy(api_url, server, server_log)
+        server = start_server(tmp_path, env, port)
         t_server = time.monotonic() - started
 
         for pool, (kind, template) in POOL_TEMPLATES.items():
@@ -395,5 +331,5 @@ def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
         elapsed = time.monotonic() - started
         print(f"server healthy {t_server:.1f} s, deployed {t_deploy:.1f} s, smoke run completed {elapsed:.1f} s")
     finally:
-        _kill_group(worker)
-        _kill_group(server)
+        kill_group(worker)
+        kill_group(server)

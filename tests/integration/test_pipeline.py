@@ -35,12 +35,16 @@ MICRO = [
 ]
 
 
-def _env(tmp: Path) -> dict[str, str]:
+def _env(tmp: Path, api_url: str | None = None) -> dict[str, str]:
+    """Environment of a `fade`/`dvc` subprocess: telemetry off, its own PREFECT_HOME, and the session's
+    Prefect server (``api_url``, the prefect_api fixture) or, without one, a temporary server per command."""
     env = dict(os.environ)
     env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", DVC_NO_ANALYTICS="1",
                PREFECT_HOME=str(tmp / "prefect-home"), PATH=f"{BIN}:{env.get('PATH', '')}",
                PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="180", OMP_NUM_THREADS="1")
     env.pop("PREFECT_API_URL", None)
+    if api_url is not None:
+        env["PREFECT_API_URL"] = api_url
     return env
 
 
@@ -52,8 +56,8 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> 
 
 
 @pytest.mark.slow
-def test_fade_run_micro(tmp_path):
-    env = _env(tmp_path)
+def test_fade_run_micro(tmp_path, prefect_api):
+    env = _env(tmp_path, prefect_api)
     params = tmp_path / "params.yaml"
     _run([str(BIN / "fade"), "params", "--params", "/dev/null", "--write", str(params),
           *sum((["--set", s] for s in MICRO + ["pipeline.arms={fade: {method: fade}, power2: {method: power, params: {alpha: 2}}}",
@@ -95,9 +99,9 @@ def _ran(out: str) -> set[str]:
 
 
 @pytest.mark.slow
-def test_dvc_repro_on_fresh_copy(tmp_path):
+def test_dvc_repro_on_fresh_copy(tmp_path, prefect_api):
     repo = _fresh_copy(tmp_path / "repo")
-    env = _env(tmp_path)
+    env = _env(tmp_path, prefect_api)
     sets = MICRO + ["pipeline.arms={grpo: {method: grpo}, power2: {method: power, params: {alpha: 2}}}"]
     _run([str(BIN / "fade"), "params", "--write", "params.yaml", *sum((["--set", s] for s in sets), [])], repo, env)
     first = _run([str(BIN / "dvc"), "repro"], repo, env, timeout=1500)

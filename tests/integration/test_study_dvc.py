@@ -50,12 +50,12 @@ def test_study_dvc_group_has_every_arm(tmp_path):
 
 
 @pytest.mark.slow
-def test_dvc_repro_of_the_study_group_on_a_micro_budget(tmp_path):
+def test_dvc_repro_of_the_study_group_on_a_micro_budget(tmp_path, prefect_api):
     """`dvc repro study/dvc.yaml` on a fresh copy, with the group's params rewritten to a micro budget and
     two sign-axis arms: every stage runs inside study/, and the claims stage writes STUDY.md, claims.json and
     the figure; the report has the study section; a second repro has nothing to do."""
     repo = _fresh_copy(tmp_path / "repo")
-    env = _env(tmp_path)
+    env = _env(tmp_path, prefect_api)
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "eval.ks=[1, 2, 4]"]), [])
     _run([str(BIN / "fade"), "study", "--quick", "--arms", "asym_d0_5,asym_d2", *sets,
           "--write-params", "study/params.yaml"], repo, env)

@@ -19,22 +19,22 @@ CLI = ("import typer; from flows import study; app = typer.Typer(); app.callback
        "study.register(app); app()")
 
 
-def _study(tmp: Path, *args: str) -> str:
+def _study(tmp: Path, api_url: str, *args: str) -> str:
     cmd = [sys.executable, "-c", CLI, "study", *args]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp), capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(tmp, api_url), capture_output=True, text=True, timeout=1200)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, f"fade study failed ({proc.returncode}):\n{out[-6000:]}"
     return out
 
 
 @pytest.mark.slow
-def test_fade_study_quick_micro(tmp_path):
+def test_fade_study_quick_micro(tmp_path, prefect_api):
     params = tmp_path / "params.yaml"
     params.write_text("{}\n")
     results = tmp_path / "results"
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1"]), [])
     args = ["--quick", "--arms", "asym_d0_5,asym_d2", "--params", str(params), "--results", str(results), *sets]
-    out = _study(tmp_path, *args)
+    out = _study(tmp_path, prefect_api, *args)
     root = results / "study"
     assert f"study: {root / 'STUDY.md'}" in out
     md = (root / "STUDY.md").read_text()
@@ -64,21 +64,21 @@ def test_fade_study_quick_micro(tmp_path):
 
     # a second sitting resumes: same runs, the run time adds up
     mtimes = {p: p.stat().st_mtime for p in (root / "eval").rglob("*.parquet") if "samples" in str(p)}
-    _study(tmp_path, *args)
+    _study(tmp_path, prefect_api, *args)
     again = json.loads((root / "claims.json").read_text())
     assert again["sittings"] == 2 and again["runtime_seconds"] > claims["runtime_seconds"]
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes
 
     # --claims-only recomputes the same verdicts from the placed config, without a sitting
-    _study(tmp_path, "--claims-only", "--params", str(root / "config.yaml"))
+    _study(tmp_path, prefect_api, "--claims-only", "--params", str(root / "config.yaml"))
     only = json.loads((root / "claims.json").read_text())
     assert [c["verdict"] for c in only["claims"]] == [c["verdict"] for c in again["claims"]]
     assert only["sittings"] == 0 and "not measured" in (root / "STUDY.md").read_text()
     # --publish copies STUDY.md with its figures beside it, links rewritten
     dest = tmp_path / "pub" / "STUDY.md"
     dest.parent.mkdir()
-    _study(tmp_path, "--results", str(results), "--publish", str(dest))
+    _study(tmp_path, prefect_api, "--results", str(results), "--publish", str(dest))
     text = dest.read_text()
     assert "](study_figures/study_sign_axis.png)" in text and (dest.parent / "study_figures/study_sign_axis.png").exists()
     assert "](study_figures/entropy.png)" in text and "reports/default" not in text

@@ -14,8 +14,8 @@ BIN = Path(sys.executable).parent
 
 
 @pytest.mark.slow
-def test_sweep_grid_and_cache(tmp_path):
-    env = _env(tmp_path)
+def test_sweep_grid_and_cache(tmp_path, prefect_api):
+    env = _env(tmp_path, prefect_api)
     params = tmp_path / "params.yaml"
     _run([str(BIN / "fade"), "params", "--params", "/dev/null", "--write", str(params),
           *sum((["--set", s] for s in MICRO + ["pipeline.name=micro", "pipeline.workers=1"]), [])], tmp_path, env)
