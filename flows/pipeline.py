@@ -15,6 +15,8 @@ cluster at ``pipeline.scheduler_address``.
 
 from __future__ import annotations
 
+import json
+
 import os
 import time
 from pathlib import Path
@@ -86,6 +88,13 @@ def task_runner(cfg: fconfig.Config):
     )
 
 
+def _last_record(run_dir: Path) -> dict[str, Any]:
+    """The last line of a run's metrics.jsonl ({} when there is none)."""
+    path = run_dir / "metrics.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return json.loads(lines[-1]) if lines else {}
+
+
 @flow(name="pipeline", log_prints=True)
 def pipeline(params_path: str = "params.yaml", overrides: list[str] | None = None, quick: bool = False,
              results: str = "results") -> dict[str, Any]:
@@ -139,7 +148,7 @@ def pipeline(params_path: str = "params.yaml", overrides: list[str] | None = Non
         res = fut.result()
         trained.append((arm, res))
         update_progress_artifact(progress, progress=100.0 * i / total)
-        last = res.get("last_metrics") or {}
+        last = res.get("last_metrics") or _last_record(Path(res["run_dir"]))  # a finished run resumed: nothing new
         log.info("trained %s seed %d -> %s (final reward %.3f)", arm, seed, res["run_dir"], last.get("reward_mean", float("nan")))
     lap("train")
 

@@ -219,14 +219,14 @@ def register(app: typer.Typer) -> None:
         claims_only_: Annotated[bool, typer.Option(
             "--claims-only", help="Only write STUDY.md and claims.json beside --params, from the runs already there.")] = False,
         publish_: Annotated[Path | None, typer.Option(
-            "--publish", help="Copy <results>/study/STUDY.md to this file, its figures beside it in <stem>_figures/, and stop.")] = None,
+            "--publish", help="Copy <results>/study/STUDY.md to this file, its figures to docs/<stem>/ beside it, and stop.")] = None,
     ) -> None:
         """The paper's claims on fade's own runs: every study arm x seed, then STUDY.md and claims.json."""
         arm_list = [a.strip() for a in arms.split(",") if a.strip()] if arms else None
         load_config(params, overrides)
         if publish_ is not None:
             try:
-                md = publish(Path(results) / STUDY_NAME, publish_, publish_.parent / f"{publish_.stem.lower()}_figures")
+                md = publish(Path(results) / STUDY_NAME, publish_, publish_.parent / "docs" / publish_.stem.lower())
             except FileNotFoundError as e:
                 typer.secho(f"fade study: {e}", fg=typer.colors.RED, err=True)
                 raise typer.Exit(1) from None

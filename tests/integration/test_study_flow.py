@@ -80,5 +80,5 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     dest.parent.mkdir()
     _study(tmp_path, prefect_api, "--results", str(results), "--publish", str(dest))
     text = dest.read_text()
-    assert "](study_figures/study_sign_axis.png)" in text and (dest.parent / "study_figures/study_sign_axis.png").exists()
-    assert "](study_figures/entropy.png)" in text and "reports/default" not in text
+    assert "](docs/study/study_sign_axis.png)" in text and (dest.parent / "docs/study/study_sign_axis.png").exists()
+    assert "](docs/study/entropy.png)" in text and "reports/default" not in text

@@ -125,13 +125,15 @@ def test_rank1_funnel():
 
 def _drift_runs(n_runs: int, *, predictive: bool, with_cov: bool, steps: int = 200) -> pd.DataFrame:
     rows = []
+    labels = list(st.SIGN_AXIS.values())
     for i in range(n_runs):
         rng = np.random.default_rng(i)
         h, lr = 2.0, 0.5
+        label = labels[i % len(labels)]
         for step in range(1, steps + 1):
             m_s, m_f = rng.uniform(0.0, 0.3), rng.uniform(0.0, 0.3)
             cov = rng.normal(0.0, 0.2)
-            rows.append(dict(run_id=f"arm{i}-s0-0000abcd", method=f"arm{i}", seed=0, step=step, lr=lr, entropy=h,
+            rows.append(dict(run_id=f"{label}-s{i}-0000abcd", method=label, seed=i, step=step, lr=lr, entropy=h,
                              m_s=m_s, m_f=m_f, **({"cov_adv_logprob": cov} if with_cov else {})))
             pred = lr * ((m_s - m_f) * h - cov)
             h = h + (pred + rng.normal(0, 0.005) if predictive else rng.normal(0, 0.1))
@@ -145,6 +147,23 @@ def test_drift_with_covariance_agrees_or_disagrees():
     bad = st.claim_entropy_drift(_drift_runs(6, predictive=False, with_cov=True))
     assert bad.verdict == st.DISAGREES, bad.reason
     assert abs(bad.values["mean_r"]) < 0.25
+
+
+def test_drift_uses_the_sign_axis_runs_only():
+    """codapo's second update (and dapo's refill, bbg's masks) break the one-step prediction: other arms are
+    left out, so unpredictable records of another arm do not change the verdict."""
+    good = _drift_runs(4, predictive=True, with_cov=True)
+    other = _drift_runs(6, predictive=False, with_cov=True).assign(method="codapo")
+    other["run_id"] = other["run_id"].str.replace("asym_", "codapo_", regex=False)
+    c = st.claim_entropy_drift(pd.concat([good, other], ignore_index=True))
+    assert c.verdict == st.AGREES and len(c.values["r_per_run"]) == 4
+
+
+def test_drift_measurement_keeps_r_when_the_slope_is_undefined():
+    run = pd.DataFrame(dict(run_id="asym_d2-s0-0000abcd", method="asym_d2", step=[1, 2, 3, 4], lr=1.0, m_s=0.1,
+                            m_f=0.1, entropy=[1.0, 0.9, 0.8, 0.7], cov_adv_logprob=0.0))
+    c = st.claim_entropy_drift(run)  # prediction identically 0: no slope, no r
+    assert "Pearson r" in c.measurement and "pooled slope n/a" in c.measurement
 
 
 def test_drift_without_covariance_is_inconclusive_and_says_what_is_missing():
@@ -184,10 +203,13 @@ def test_difficulty_axis():
     tables = {"pass_at_k": _pass_table({"asym_d1": (0.30, 0.50), "power_a2": (0.31, 0.55), "power_a3": (0.30, 0.60)})}
     train = pd.concat([_runs("asym_d1", [0, 1, 2], zero_var=0.6), _runs("power_a3", [0, 1, 2], zero_var=0.4)])
     claims = {c.id: c for c in st.claims_difficulty(train, tables, "countdown")}
-    assert claims["difficulty_passk"].verdict == st.AGREES, claims["difficulty_passk"].reason
-    assert claims["difficulty_passk"].values["k"] == 4
-    assert claims["difficulty_passk"].values["diff"] == pytest.approx(0.10, abs=1e-9)
-    assert claims["difficulty_pass1"].verdict == st.INCONCLUSIVE  # equal pass@1, spread 0.007
+    assert claims["difficulty_passk_a3"].verdict == st.AGREES, claims["difficulty_passk_a3"].reason
+    assert claims["difficulty_passk_a3"].values["k"] == 4
+    assert claims["difficulty_passk_a3"].values["diff"] == pytest.approx(0.10, abs=1e-9)
+    assert claims["difficulty_pass1_a3"].verdict == st.INCONCLUSIVE  # equal pass@1, spread 0.007
+    assert claims["difficulty_pass1_a2"].verdict == st.AGREES  # +0.01 > spread 0.007
+    assert claims["difficulty_passk_a2"].values["diff"] == pytest.approx(0.05, abs=1e-9)
+    assert "pass@4" in claims["difficulty_passk_a2"].statement
     assert claims["difficulty_signal"].verdict == st.AGREES
     assert claims["difficulty_signal"].values["diff"] == pytest.approx(0.2)
     missing = {c.id: c for c in st.claims_difficulty(pd.DataFrame(), {}, "countdown")}
@@ -219,6 +241,29 @@ def test_fade_against_best_static_and_ablations():
     assert all(c.verdict == st.INCONCLUSIVE for c in none.values()) and len(none) == 4
 
 
+def test_frontier_needs_both_beyond_the_spread():
+    """pass@1 clearly better but pass@k only +0.002 (spread 0.007): not 'together', so inconclusive."""
+    peak = _peak({"fade": (10, 0.50), "power_a2": (60, 0.45)})
+    tables = {"peak": peak, "pass_at_k": _pass_table({"fade": (0.50, 0.692), "power_a2": (0.45, 0.69)})}
+    c = {c.id: c for c in st.claims_fade(tables, "countdown")}["fade_frontier"]
+    assert c.verdict == st.INCONCLUSIVE, c.reason
+
+
+def test_an_earlier_but_lower_peak_is_not_agreement():
+    peak = _peak({"fade": (10, 0.30), "power_a2": (60, 0.45)})
+    c = {c.id: c for c in st.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
+    assert c.verdict == st.INCONCLUSIVE and "earlier, lower peak" in c.reason
+
+
+def test_final_pass_at_k_compares_runs_at_a_common_step():
+    """A run still at step 10 is not compared with the others' step 20: everyone is read at step 10."""
+    pk = _pass_table({"asym_d1": (0.30, 0.50), "power_a3": (0.30, 0.60)})
+    pk = pk[~((pk["run_id"] == "power_a3-s0-0000abcd") & (pk["step"] == 20))]
+    fin, k = st.final_pass_at_k({"pass_at_k": pk}, "countdown", 1)
+    assert k == 1 and len(fin) == 6
+    assert fin[fin["method"] == "asym_d1"]["pass_at_k"].tolist() == pytest.approx([0.145, 0.15, 0.155])
+
+
 def test_fade_peaks_later_disagrees():
     peak = _peak({"fade": (80, 0.50), "power_a2": (20, 0.45)})
     c = {c.id: c for c in st.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
@@ -230,7 +275,7 @@ def test_compute_claims_render_and_json():
     train = _sign_axis(-0.8, -0.1, noise=0.02)
     claims = st.compute_claims(train, {}, arms=st.study_arms(), benchmark="countdown")
     ids = [c.id for c in claims]
-    assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"] and len(ids) == len(set(ids)) == 10
+    assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"] and len(ids) == len(set(ids)) == 12
     md = st.render_study_md(claims, command="fade study --quick", runtime_s=3725, sittings=2,
                             timings={"train": 100.0}, figures={"entropy": "reports/default/figures/entropy.png"},
                             arms=st.study_arms(), seeds=[0, 1, 2], n_samples=128, quick=True)
