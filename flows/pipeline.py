@@ -16,7 +16,6 @@ cluster at ``pipeline.scheduler_address``.
 from __future__ import annotations
 
 import json
-
 import os
 import time
 from pathlib import Path
