@@ -409,10 +409,13 @@ def final_pass_at_k(tables: Mapping[str, pd.DataFrame], benchmark: str | None, k
         pk = pk[pk["benchmark"] == benchmark]
     if pk.empty:
         return pk, None
-    # every run at the same step: the last step that every run has reached (each run's latest step <= it), so
-    # a run still in progress is not compared at step 100 with another at step 300
-    common = pk.groupby("run_id")["step"].max().min()
-    upto = pk[pk["step"] <= common]
+    # every trained run at the same step: the last step that every trained run has reached (each run's latest
+    # step <= it), so a run still in progress is not compared at step 100 with another at step 300. The base
+    # model (evaluated at step 0 only) keeps its step-0 rows and does not pull the common step down to 0.
+    last = pk.groupby("run_id")["step"].max()
+    trained = last[last > 0]
+    common = trained.min() if not trained.empty else 0
+    upto = pk[(pk["step"] <= common) | ~pk["run_id"].isin(trained.index)]
     fin = upto[upto["step"] == upto.groupby("run_id")["step"].transform("max")]
     if k is None:
         per_run_max = fin.groupby("run_id")["k"].max()
@@ -754,6 +757,7 @@ def render_study_md(
     runtime_s: float,
     sittings: int = 1,
     timings: Mapping[str, float] | None = None,
+    timings_all: bool = False,
     figures: Mapping[str, str] | None = None,
     arms: Mapping[str, Arm] | None = None,
     seeds: Sequence[int] = (),
@@ -762,7 +766,8 @@ def render_study_md(
     quick: bool = False,
 ) -> str:
     """STUDY.md: how it was run (command, run time, arms, seeds, samples), the claims table, each claim's
-    reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md)."""
+    reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md). ``timings``: seconds
+    per stage, summed over every sitting when ``timings_all`` (else those of the last sitting)."""
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
     if quick:
         lines += ["> **Smoke run (`--quick`)**: budgets far below the study's; the verdicts say nothing.", ""]
@@ -776,7 +781,8 @@ def render_study_md(
         lines.append("- run time: not measured (the stages ran outside `fade study`, e.g. by `dvc repro`)"
                      + (f"; claims computed on {machine}" if machine else ""))
     if timings:
-        lines.append("- stages (last sitting): " + ", ".join(f"{k} {_duration(v)}" for k, v in timings.items()))
+        which = "summed over the sittings" if timings_all else "last sitting"
+        lines.append(f"- stages ({which}): " + ", ".join(f"{k} {_duration(v)}" for k, v in timings.items()))
     if seeds:
         lines.append(f"- seeds per arm: {len(seeds)} ({', '.join(str(s) for s in seeds)})")
     if n_samples:

@@ -92,8 +92,9 @@ def study_command(params: str, overrides: list[str] | None, quick: bool, arms: l
     return shlex.join(parts)
 
 
-def record_sitting(root: Path, seconds: float, quick: bool) -> tuple[float, int]:
-    """Add this sitting to root/runtime.json; return (total seconds, sittings) of the study in that folder."""
+def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, float] | None = None) -> tuple[float, int]:
+    """Add this sitting (its seconds and, when known, its per-stage seconds) to root/runtime.json; return
+    (total seconds, sittings) of the study in that folder."""
     path = root / "runtime.json"
     sittings: list[dict[str, Any]] = []
     if path.exists():
@@ -102,10 +103,27 @@ def record_sitting(root: Path, seconds: float, quick: bool) -> tuple[float, int]
         except (ValueError, AttributeError) as e:
             raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
     sittings.append({"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-                     "quick": quick})
+                     "quick": quick, **({"stages": {k: round(float(v), 1) for k, v in stages.items()}} if stages else {})})
     total = sum(float(s.get("seconds", 0.0)) for s in sittings)
     path.write_text(json.dumps({"total_seconds": round(total, 1), "sittings": sittings}, indent=2) + "\n")
     return total, len(sittings)
+
+
+def stage_seconds(root: Path) -> tuple[dict[str, float] | None, bool]:
+    """Per-stage seconds of the study in root, summed over its sittings: (stages, True) when every sitting
+    recorded its stages; else (the last sitting's stages or None, False)."""
+    path = root / "runtime.json"
+    if not path.exists():
+        return None, False
+    sittings = list(json.loads(path.read_text()).get("sittings", []))
+    if sittings and all(isinstance(s.get("stages"), dict) for s in sittings):
+        total: dict[str, float] = {}
+        for s in sittings:
+            for k, v in s["stages"].items():
+                total[k] = total.get(k, 0.0) + float(v)
+        return total, True
+    last = sittings[-1].get("stages") if sittings else None
+    return (dict(last) if isinstance(last, dict) else None), False
 
 
 def figure_links(root: Path, cfg: fconfig.Config) -> dict[str, str]:
@@ -121,14 +139,14 @@ def figure_links(root: Path, cfg: fconfig.Config) -> dict[str, str]:
 
 
 def write_study(root: Path, cfg: fconfig.Config, *, command: str, runtime_s: float, sittings: int,
-                timings: dict[str, float] | None, quick: bool) -> dict[str, str]:
+                timings: dict[str, float] | None, quick: bool, timings_all: bool = False) -> dict[str, str]:
     """Compute the claims from root's runs and aggregated tables; write STUDY.md and claims.json."""
     claims, _figs = study_lib.study_from_results(
         cfg.train.runs_dir, Path(cfg.eval.results_dir) / "results.duckdb", arms=cfg.pipeline.arms,
         benchmark=cfg.train.benchmark, fig_dir=root / "figures", formats=list(cfg.report.formats) or ["png"])
     machine = f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores"
     md = study_lib.render_study_md(
-        claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings,
+        claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings, timings_all=timings_all,
         figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
         n_samples=cfg.eval.n_samples, machine=machine, quick=quick,
     )
@@ -197,9 +215,10 @@ def study(params_path: str = "params.yaml", overrides: list[str] | None = None, 
     out = pipeline.with_options(task_runner=task_runner(cfg))(params_path, sets, False, results)
     root = Path(out["root"])
     placed = fconfig.load(root / "config.yaml")
-    total, sittings = record_sitting(root, time.perf_counter() - start, quick)
+    total, sittings = record_sitting(root, time.perf_counter() - start, quick, out.get("timings"))
+    stages, all_sittings = stage_seconds(root)
     written = write_study(root, placed, command=command or study_command(params_path, overrides, quick, arms, results),
-                          runtime_s=total, sittings=sittings, timings=out.get("timings"), quick=quick)
+                          runtime_s=total, sittings=sittings, timings=stages, quick=quick, timings_all=all_sittings)
     log.info("study written: %s", written["study_md"])
     return {**out, **written, "runtime_s": total, "sittings": sittings}
 

@@ -328,3 +328,30 @@ def test_study_command_and_runtime_ledger(tmp_path):
     assert flow_study.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
     assert flow_study.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
     assert json.loads((tmp_path / "runtime.json").read_text())["total_seconds"] == 90.5
+    # a sitting without stage times: only the last sitting's stages can be stated
+    assert flow_study.stage_seconds(tmp_path) == (None, False)
+    flow_study.record_sitting(tmp_path, 10.0, False, {"train": 7.0, "report": 3.0})
+    assert flow_study.stage_seconds(tmp_path) == ({"train": 7.0, "report": 3.0}, False)
+    other = tmp_path / "other"
+    other.mkdir()
+    flow_study.record_sitting(other, 100.0, False, {"train": 90.0, "report": 10.0})
+    flow_study.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
+    assert flow_study.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
+    md = st.render_study_md([], command="fade study", runtime_s=105.0, sittings=2, timings={"train": 91.0},
+                            timings_all=True)
+    assert "stages (summed over the sittings): train 1 min 31 s" in md
+
+
+def test_final_pass_at_k_ignores_the_step_0_base_model_for_the_common_step():
+    """The base model is evaluated at step 0 only: it must not drag every trained run back to step 0
+    (the bug that left every final pass@k claim of the first real study without data)."""
+    pk = _pass_table({"asym_d1": (0.30, 0.50), "power_a3": (0.30, 0.60)})
+    base = pk[(pk["run_id"] == "asym_d1-s0-0000abcd") & (pk["step"] == 20)].assign(
+        run_id="base", method="base", seed=0, step=0, pass_at_k=0.05)
+    fin, k = st.final_pass_at_k({"pass_at_k": pd.concat([pk, base])}, "countdown", 1)
+    assert k == 1 and len(fin) == 7
+    assert fin[fin["method"] == "base"]["pass_at_k"].tolist() == [0.05]
+    assert fin[fin["method"] == "power_a3"]["pass_at_k"].tolist() == pytest.approx(
+        pk[(pk["method"] == "power_a3") & (pk["step"] == 20) & (pk["k"] == 1) & (pk["bucket"] == "all")]["pass_at_k"].tolist())
+    claims = {c.id: c for c in st.claims_difficulty(pd.DataFrame(), {"pass_at_k": pd.concat([pk, base])}, "countdown")}
+    assert claims["difficulty_passk_a3"].verdict == st.AGREES, claims["difficulty_passk_a3"].reason
