@@ -67,6 +67,9 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     _study(tmp_path, prefect_api, *args)
     again = json.loads((root / "claims.json").read_text())
     assert again["sittings"] == 2 and again["runtime_seconds"] > claims["runtime_seconds"]
+    ledger = json.loads((root / "runtime.json").read_text())["sittings"]
+    assert [set(s["stages"]) >= {"train", "evaluate", "report"} for s in ledger] == [True, True]
+    assert "stages (summed over the sittings): " in (root / "STUDY.md").read_text()
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes
 
