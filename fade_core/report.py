@@ -59,7 +59,10 @@ FIGURES = (
     ("distinct_correct", "Distinct correct solutions per problem against step"),
 )
 FADE_COLOR = "#d62728"
-PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
+# 18 distinct colours for the non-FADE methods (matplotlib's tab20 without its reds): a study's 14 baselines
+# never share one
+PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+           "#aec7e8", "#98df8a", "#c5b0d5", "#ffbb78", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#c7c7c7")
 
 
 @dataclass
@@ -151,9 +154,13 @@ def _legend(fig: Any, axes: Sequence[Any]) -> None:
                 handles[lab] = h
                 labels.append(lab)
     if handles:
-        fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=min(len(labels), 6),
-                   frameon=False, bbox_to_anchor=(0.5, -0.02))
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+        ncol = min(len(labels), 6)
+        rows = -(-len(labels) // ncol)
+        # room below the axes for every legend row (about 0.22 in each), so it never covers the x labels
+        bottom = min(0.45, (0.12 + 0.22 * rows) / fig.get_figheight())
+        fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=ncol,
+                   frameon=False, bbox_to_anchor=(0.5, 0.0))
+        fig.tight_layout(rect=(0, bottom, 1, 1))
     else:
         fig.tight_layout()
 

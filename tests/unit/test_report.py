@@ -35,6 +35,8 @@ def test_resolve_metric_and_colors():
     colors = rep.method_colors(["grpo", "fade", "dr_grpo"], fade=["fade"])
     assert colors["fade"] == rep.FADE_COLOR and len(set(colors.values())) == 3
     assert rep.method_colors(["grpo", "fade"], fade=["fade"]) == rep.method_colors(["fade", "grpo"], fade=["fade"])
+    study = [f"m{i:02d}" for i in range(14)] + ["fade", "fade_fixed_alpha", "fade_fixed_delta"]
+    assert len(set(rep.method_colors(study, fade=study[14:]).values())) == 17  # the study's arms: no colour twice
 
 
 def test_headline_and_markdown(tmp_path):
