@@ -120,8 +120,10 @@ def main() -> int:
     args = ap.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     bad = [e for e in engines if e not in ENGINES]
-    if bad or "hf-generate" not in engines:
-        raise SystemExit(f"--engines: unknown {bad} or hf-generate (the peer) missing; choose from {ENGINES}")
+    if bad:
+        raise SystemExit(f"--engines: unknown engine(s) {', '.join(bad)}; choose from {', '.join(ENGINES)}")
+    if "hf-generate" not in engines:
+        raise SystemExit("--engines must include hf-generate: it is the peer every ratio is taken against")
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA GPU visible")
     torch.set_num_threads(args.threads)

@@ -92,16 +92,21 @@ def study_command(params: str, overrides: list[str] | None, quick: bool, arms: l
     return shlex.join(parts)
 
 
+def read_sittings(path: Path) -> list[dict[str, Any]]:
+    """The sittings recorded in a study's runtime.json (none when it does not exist yet)."""
+    if not path.exists():
+        return []
+    try:
+        return list(json.loads(path.read_text()).get("sittings", []))
+    except (ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
+
+
 def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, float] | None = None) -> tuple[float, int]:
     """Add this sitting (its seconds and, when known, its per-stage seconds) to root/runtime.json; return
     (total seconds, sittings) of the study in that folder."""
     path = root / "runtime.json"
-    sittings: list[dict[str, Any]] = []
-    if path.exists():
-        try:
-            sittings = list(json.loads(path.read_text()).get("sittings", []))
-        except (ValueError, AttributeError) as e:
-            raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
+    sittings = read_sittings(path)
     sittings.append({"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
                      "quick": quick, **({"stages": {k: round(float(v), 1) for k, v in stages.items()}} if stages else {})})
     total = sum(float(s.get("seconds", 0.0)) for s in sittings)
@@ -112,10 +117,7 @@ def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, fl
 def stage_seconds(root: Path) -> tuple[dict[str, float] | None, bool]:
     """Per-stage seconds of the study in root, summed over its sittings: (stages, True) when every sitting
     recorded its stages; else (the last sitting's stages or None, False)."""
-    path = root / "runtime.json"
-    if not path.exists():
-        return None, False
-    sittings = list(json.loads(path.read_text()).get("sittings", []))
+    sittings = read_sittings(root / "runtime.json")
     if sittings and all(isinstance(s.get("stages"), dict) for s in sittings):
         total: dict[str, float] = {}
         for s in sittings:
