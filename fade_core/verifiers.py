@@ -38,6 +38,8 @@ sandbox's worker pool.
 from __future__ import annotations
 
 import atexit
+import builtins
+import functools
 import json
 import os
 import queue
@@ -46,6 +48,7 @@ import select
 import subprocess
 import sys
 import threading
+import types
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -358,12 +361,18 @@ def extract_code(completion: str) -> str:
 class Prelude:
     """The block of standard imports that a benchmark's official harness runs before every program.
 
-    ``statements``: import lines, in the harness's order (the order matters: a later star import
-    shadows an earlier name); ``lazy``: (name, module) pairs bound to a stand-in that imports the
-    module on its first attribute access (numpy: importing it for real would cost every stdio test
-    about 0.1 s, and almost no program that uses it forgets to import it); ``stdio_aliases``: bind
+    ``statements``: ``import m`` / ``from m import a, b`` / ``from m import *`` lines, in the
+    harness's order (the order matters: a later import rebinds an earlier name); ``lazy``: (name,
+    module) pairs bound to a stand-in that imports the module on its first attribute access (numpy:
+    importing it for real would cost a stdio test about 0.1 s); ``stdio_aliases``: bind
     ``stdin``/``stdout`` to ``sys.stdin``/``sys.stdout`` for stdio programs; ``recursion_limit``:
-    call ``sys.setrecursionlimit`` after the imports. ``source`` names where the harness does it."""
+    call ``sys.setrecursionlimit`` after the imports. ``source`` names where the harness does it.
+
+    :meth:`apply` binds only the names a program refers to, each to exactly the object the whole
+    block would bind it to (:meth:`bindings`): in a forked sandbox process the block's ~1,500 star-
+    imported names would cost ~1.5 ms per test in copy-on-write page faults, while programs refer to a
+    handful. A program that can look names up dynamically (``eval``, ``exec``, ``globals``, ``vars``,
+    ``locals``, ``__import__`` in its code) gets the whole block, as does one that does not compile."""
 
     source: str
     statements: tuple[str, ...]
@@ -371,10 +380,28 @@ class Prelude:
     stdio_aliases: bool = False
     recursion_limit: int | None = None
 
-    def text(self, *, stdio: bool) -> str:
-        """The block as Python source (ends with a newline)."""
-        lines = list(self.statements)
-        if self.lazy:
+    @functools.cached_property
+    def bindings(self) -> dict[str, str]:
+        """Each name the block binds -> the one import line that binds it to its final object (run
+        here once, on the standard library only)."""
+        ns: dict[str, Any] = {}
+        out: dict[str, str] = {}
+        for stmt in self.statements:
+            before = dict(ns)
+            exec(stmt, ns)  # noqa: S102 - our own import lines
+            module = stmt.split()[1]
+            for name, value in ns.items():
+                if name != "__builtins__" and (name not in before or before[name] is not value):
+                    out[name] = (
+                        f"import {name}" if stmt.startswith("import ") else f"from {module} import {name}"
+                    )
+        # a name whose final object is the builtin of that name needs no binding: lookups end there
+        return {n: line for n, line in out.items() if ns[n] is not getattr(builtins, n, _MISSING)}
+
+    def _tail(self, *, stdio: bool, names: set[str] | None) -> list[str]:
+        lines: list[str] = []
+        lazy = [(n, m) for n, m in self.lazy if names is None or n in names]
+        if lazy:
             lines += [
                 "class _FadeLazyModule:",
                 "    def __init__(self, name, module):",
@@ -385,31 +412,74 @@ class Prelude:
                 "        globals()[self._name] = module",
                 "        return getattr(module, attr)",
             ]
-            lines += [f"{name} = _FadeLazyModule({name!r}, {module!r})" for name, module in self.lazy]
+            lines += [f"{name} = _FadeLazyModule({name!r}, {module!r})" for name, module in lazy]
             lines.append("del _FadeLazyModule")
         if stdio and self.stdio_aliases:
-            lines += [
-                "import sys as _fade_sys",
-                "stdin = _fade_sys.stdin",
-                "stdout = _fade_sys.stdout",
-                "del _fade_sys",
-            ]
+            aliases = [a for a in ("stdin", "stdout") if names is None or a in names]
+            if aliases:
+                lines += [
+                    "import sys as _fade_sys",
+                    *(f"{a} = _fade_sys.{a}" for a in aliases),
+                    "del _fade_sys",
+                ]
         if self.recursion_limit:
             lines += [
                 "import sys as _fade_sys",
                 f"_fade_sys.setrecursionlimit({self.recursion_limit})",
                 "del _fade_sys",
             ]
-        return "\n".join(lines) + "\n"
+        return lines
+
+    def text(self, *, stdio: bool) -> str:
+        """The whole block as Python source (ends with a newline)."""
+        return "\n".join([*self.statements, *self._tail(stdio=stdio, names=None)]) + "\n"
+
+    def text_for(self, names: set[str], *, stdio: bool) -> str:
+        """The part of the block that binds ``names`` (grouped by module; ends with a newline, or is
+        empty)."""
+        by_module: dict[str, list[str]] = {}
+        plain: list[str] = []
+        for name in sorted(names & self.bindings.keys()):
+            line = self.bindings[name]
+            if line.startswith("import "):
+                plain.append(line)
+            else:
+                module = line.split()[1]
+                by_module.setdefault(module, []).append(name)
+        lines = plain + [f"from {m} import {', '.join(ns)}" for m, ns in sorted(by_module.items())]
+        lines += self._tail(stdio=stdio, names=names)
+        return "\n".join(lines) + "\n" if lines else ""
 
     def apply(self, code: str, *, stdio: bool) -> str:
-        """``code`` run after this block; its ``from __future__`` imports (which must come first in a
-        module) are moved in front of the block."""
+        """``code`` run after the part of this block it needs (see the class docstring); its ``from
+        __future__`` imports (which must come first in a module) are moved in front."""
         futures = _FUTURE_IMPORT.findall(code)
         if futures:
             code = _FUTURE_IMPORT.sub("", code)
         head = "".join(f if f.endswith("\n") else f + "\n" for f in futures)
-        return head + self.text(stdio=stdio) + code
+        names = referenced_names(code)
+        block = self.text(stdio=stdio) if names is None else self.text_for(names, stdio=stdio)
+        return head + block + code
+
+
+_MISSING = object()
+_DYNAMIC_LOOKUPS = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__", "__builtins__"})
+
+
+def referenced_names(code: str) -> set[str] | None:
+    """Every name a program's code objects refer to (globals, attributes, imports: a superset of the
+    global names it can look up); None when it does not compile or can look names up dynamically."""
+    try:
+        top = compile(code, "<program>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        return None
+    names: set[str] = set()
+    todo = [top]
+    while todo:
+        co = todo.pop()
+        names.update(co.co_names)
+        todo.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
+    return None if names & _DYNAMIC_LOOKUPS else names
 
 
 _FUTURE_IMPORT = re.compile(r"^from[ \t]+__future__[ \t]+import[^\n]*\n?", re.M)
