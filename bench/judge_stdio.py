@@ -3,20 +3,22 @@
 Scores the reference solutions of the stdio rows of a TACO source (default: the real-format sample
 in ../shared/realdata/taco) ``--copies`` times each with :func:`fade_core.verifiers.score_batch`,
 once with this checkout's fade_core and once with the peer's (e.g. main before a change:
-``git worktree add /tmp/fade-peer <commit>``). Each side runs in its own subprocess, alternately,
-``--rounds`` times; the best round of each is reported (the machine is shared, so the best round is
-the least disturbed one). The problems are the ones this checkout loads, passed to both as plain
-rows, so both judge identical programs against identical tests.
+``mkdir /tmp/fade-peer && git archive <commit> | tar -x -C /tmp/fade-peer``). Each side runs in its
+own subprocess, ``--rounds`` times, in A B B A order so that a drift in the machine's load favours
+neither; the median and the best round of each are reported (the machine may be shared: the best
+round is the least disturbed one). The problems are the ones this checkout loads, passed to both as
+plain rows, so both judge identical programs against identical tests.
 
-    python bench/judge_stdio.py --peer /tmp/fade-peer [--copies 5] [--rounds 3] [--workers N]
+    python bench/judge_stdio.py --peer /tmp/fade-peer [--copies 5] [--rounds 6] [--workers N]
 
-Prints a markdown table: programs per second for each side and the ratio (this / peer).
+Prints a markdown table: programs per second for each side and the ratios (this / peer).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -75,19 +77,22 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
-    best: dict[str, dict] = {}
-    for _ in range(args.rounds):
-        for name, root in (("this checkout", ROOT), ("peer", Path(args.peer))):
-            res = run_side(root, f.name, args.copies, args.workers)
-            if name not in best or res["per_s"] > best[name]["per_s"]:
-                best[name] = res
-    this, peer = best["this checkout"], best["peer"]
-    print(f"{len(rows)} stdio rows x {args.copies} copies, best of {args.rounds} rounds\n")
-    print("| judge | programs/s | passed |")
-    print("|---|---|---|")
-    print(f"| this checkout ({ROOT}) | {this['per_s']:.1f} | {this['passed']}/{this['n']} |")
-    print(f"| peer ({args.peer}) | {peer['per_s']:.1f} | {peer['passed']}/{peer['n']} |")
-    print(f"\nratio this / peer: {this['per_s'] / peer['per_s']:.2f}")
+    sides = {"this checkout": ROOT, "peer": Path(args.peer)}
+    runs: dict[str, list[dict]] = {name: [] for name in sides}
+    for i in range(args.rounds):
+        order = list(sides) if i % 2 == 0 else list(reversed(sides))
+        for name in order:
+            runs[name].append(run_side(sides[name], f.name, args.copies, args.workers))
+    rate = {name: sorted(r["per_s"] for r in rs) for name, rs in runs.items()}
+    median = {name: statistics.median(v) for name, v in rate.items()}
+    print(f"{len(rows)} stdio rows x {args.copies} copies, {args.rounds} rounds per side\n")
+    print("| judge | programs/s, median | programs/s, best | passed |")
+    print("|---|---|---|---|")
+    for name, root in sides.items():
+        last = runs[name][-1]
+        print(f"| {name} ({root}) | {median[name]:.1f} | {rate[name][-1]:.1f} | {last['passed']}/{last['n']} |")
+    this, peer = "this checkout", "peer"
+    print(f"\nratio this / peer: median {median[this] / median[peer]:.2f}, best {rate[this][-1] / rate[peer][-1]:.2f}")
 
 
 if __name__ == "__main__":
