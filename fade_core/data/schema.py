@@ -23,6 +23,11 @@ same table, one row per problem:
     gold_detail       str | null       why: "1/1 reference solutions pass", the first failure, or why
                                        the row was not validated
 
+Metadata keys the judge reads (fade_core.verifiers, fade_core.sandbox.compare): ``judge`` and
+``float_tol`` (an explicit output rule), ``special_judge`` and ``special_judge_case`` (TACO's flags),
+``checker`` (source of a checker program for a special-judge row), ``prelude`` (whose official import
+block programs run after; null for none). See docs/judging.md.
+
 Test records by testtype:
     stdin       {"input": stdin text, "output": expected stdout text}
     functional  {"input": [positional args as JSON values], "output": expected JSON value}

@@ -98,13 +98,14 @@ def test_livecodebench_gold_passes_and_wrong_variants_fail() -> None:
     assert [s.passed for s in scores] == [how == "reference" for how in labels]
 
 
-THREADED = """import sys, threading
+THREADED = """import sys, threading, time
 sys.setrecursionlimit(100000)
 threading.stack_size(1 << 26)
 def main():
     n = int(input())
     def depth(k):
         return 0 if k == 0 else 1 + depth(k - 1)
+    time.sleep(0.3)  # long enough that a worker which does not wait never sees the output
     print(depth(n))
 threading.Thread(target=main).start()
 """
