@@ -48,7 +48,6 @@ import select
 import subprocess
 import sys
 import threading
-import types
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -372,7 +371,7 @@ class Prelude:
     block would bind it to (:meth:`bindings`): in a forked sandbox process the block's ~1,500 star-
     imported names would cost ~1.5 ms per test in copy-on-write page faults, while programs refer to a
     handful. A program that can look names up dynamically (``eval``, ``exec``, ``globals``, ``vars``,
-    ``locals``, ``__import__`` in its code) gets the whole block, as does one that does not compile."""
+    ``locals``, ``__import__`` anywhere in its text) gets the whole block."""
 
     source: str
     statements: tuple[str, ...]
@@ -466,23 +465,16 @@ _MISSING = object()
 _DYNAMIC_LOOKUPS = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__", "__builtins__"})
 
 
-def referenced_names(code: str) -> set[str] | None:
-    """Every name a program's code objects refer to (globals, attributes, imports: a superset of the
-    global names it can look up); None when it does not compile or can look names up dynamically."""
-    try:
-        top = compile(code, "<program>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
-        return None
-    names: set[str] = set()
-    todo = [top]
-    while todo:
-        co = todo.pop()
-        names.update(co.co_names)
-        todo.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
-    return None if names & _DYNAMIC_LOOKUPS else names
-
-
 _FUTURE_IMPORT = re.compile(r"^from[ \t]+__future__[ \t]+import[^\n]*\n?", re.M)
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def referenced_names(code: str) -> set[str] | None:
+    """Every identifier in a program's text (a superset of the global names it can look up: words in
+    strings and comments count too, which only binds a few names more); None when the program can
+    look names up dynamically. A scan of the text, ~20x cheaper than compiling it in the parent."""
+    names = set(_IDENTIFIER.findall(code))
+    return None if names & _DYNAMIC_LOOKUPS else names
 
 
 def _imports(*modules: str) -> tuple[str, ...]:
@@ -522,10 +514,11 @@ PRELUDES: dict[str, Prelude] = {"taco": TACO_PRELUDE, "livecodebench": LIVECODEB
 does not), by the benchmark name of the problem table."""
 
 
-def prelude_for(problem: Mapping[str, Any]) -> Prelude | None:
+def prelude_for(problem: Mapping[str, Any], metadata: Mapping[str, Any] | None = None) -> Prelude | None:
     """The prelude a problem's programs run after: ``metadata.prelude`` when the row has that key (a
-    key of :data:`PRELUDES`, or null for none), else its benchmark's default."""
-    md = _metadata(problem)
+    key of :data:`PRELUDES`, or null for none), else its benchmark's default. ``metadata``: the row's
+    parsed metadata, when the caller has it."""
+    md = _metadata(problem) if metadata is None else metadata
     if "prelude" in md:
         name = md["prelude"]
         if name is None:
@@ -599,7 +592,7 @@ def code_job(problem: Mapping[str, Any], completion: str, *, extract: bool = Tru
     sb_kind = "stdio" if kind == "code_stdio" else "call"
     if sb_kind == "call" and not fn_name:
         raise ValueError(f"problem {problem.get('problem_id')!r}: code_call problem without fn_name")
-    prelude = prelude_for(problem)
+    prelude = prelude_for(problem, md)
     if prelude is not None:
         code = prelude.apply(code, stdio=sb_kind == "stdio")
     if judge == "checker":
