@@ -456,6 +456,13 @@ def load(
         )
     src = _records(str(source), tuple(splits), split, dict(hub_options or {}))
     flags = src.flags
+    if flags is None and any(s == "test" for s, _ in src.streams):
+        note = (
+            f"{source}: no {SPJ_FILE} beside the test split: its special-judge problems (218 of the 1,000 "
+            f"upstream) are judged as ordinary ones (exact output); put FlagOpen/TACO's {SPJ_FILE} next to it"
+        )
+        log.info(note)
+        src.notes.append(note)
     counters: dict[str, int] = {}
     filtered: dict[str, int] = {}
     by_position = 0  # test rows matched to flags by their position (they carry no taco_test_row)

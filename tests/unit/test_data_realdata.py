@@ -64,6 +64,7 @@ def test_taco_hub_parquet_layout_of_the_real_rows(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp_path / "ALL" / "test-00000-of-00001.parquet")
     res = data.load_result("taco", str(tmp_path), special_judge_without_checker="lenient")
     assert len(res.table) == len(rows) and res.dropped == []
+    assert len(res.notes) == 1 and "no output_spj.jsonl beside the test split" in res.notes[0]  # said, not silent
 
 
 def test_livecodebench_rows_with_compressed_private_tests() -> None:
