@@ -15,7 +15,7 @@ that crosses the boundary. See each module's docstring for the guarantees.
 """
 
 from fade_core.sandbox.compare import JUDGES, compare_stdout, compare_value, judge_from_metadata
-from fade_core.sandbox.isolation import Isolation, SandboxUnavailable, resolve
+from fade_core.sandbox.isolation import Guarantees, Isolation, SandboxUnavailable, resolve
 from fade_core.sandbox.pool import (
     STATUSES,
     Job,
@@ -26,9 +26,11 @@ from fade_core.sandbox.pool import (
     default_workers,
     run,
     run_batch,
+    use_settings,
 )
 
 __all__ = [
-    "JUDGES", "STATUSES", "Isolation", "Job", "Limits", "Sandbox", "SandboxUnavailable", "Verdict",
-    "compare_stdout", "compare_value", "default_sandbox", "default_workers", "judge_from_metadata", "resolve", "run", "run_batch",
+    "JUDGES", "STATUSES", "Guarantees", "Isolation", "Job", "Limits", "Sandbox", "SandboxUnavailable", "Verdict",
+    "compare_stdout", "compare_value", "default_sandbox", "default_workers", "judge_from_metadata", "resolve", "run",
+    "run_batch", "use_settings",
 ]  # fmt: skip
