@@ -359,7 +359,7 @@ def build_root(binds: list[str], symlinks: dict[str, str]) -> None:
         os.symlink(target, f"{new}/dev/{name}")
     os.mkdir(new + "/dev/shm")
     _mount(None, new + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
-    os.mkdir(new + "/tmp", 0o755)
+    os.makedirs(new + "/tmp", 0o755, exist_ok=True)  # exists when Python lives under /tmp
     os.chdir(new)
     _check(_libc.syscall(155 if syscall_filter.machine() == "x86_64" else 41, b".", b"."), "pivot_root")
     _check(_libc.umount2(b".", MNT_DETACH), "umount old root")
@@ -372,9 +372,6 @@ def enter_sample_namespaces(identity: str, uid: int, gid: int, rebind: list[str]
     user namespace in which ``uid``/``gid`` are this user), a fresh tmpfs on /tmp and /dev/shm owned by
     the program, and the Python directories of ``rebind`` (those under /tmp) bound back on top."""
     if identity == "userns":
-        # the worker is non-dumpable, so this child's /proc files belong to the real root until it is
-        # dumpable again; its id maps could not be written otherwise
-        _prctl(PR_SET_DUMPABLE, 1)
         euid, egid = os.geteuid(), os.getegid()
         _check(_libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP), "unshare")
         _write_file("/proc/self/setgroups", "deny")
@@ -419,6 +416,10 @@ def enter_child(fds: dict[int, int], limits: dict, plan: Plan, workdir: str, pla
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     for sig in (signal.SIGPIPE, signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGXFSZ, signal.SIGXCPU):
         signal.signal(sig, signal.SIG_DFL)
+    if plan.identity == "userns":
+        # inherited from the non-dumpable worker, this child's /proc files belong to the real root
+        # until it is dumpable again: its oom score and id maps could not be written otherwise
+        _prctl(PR_SET_DUMPABLE, 1)
     if plan.cgroup is not None:  # born in the sample cgroup; the first process the kernel kills
         _write_file("/proc/self/oom_score_adj", "1000")
     if plan.private_mounts:

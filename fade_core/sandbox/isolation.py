@@ -213,19 +213,23 @@ class Isolation:
             if not self.as_root:
                 args.append("--unshare-user")
             args += ["--die-with-parent", "--new-session", "--as-pid-1"]
+            made: set[str] = {"/", "/tmp"}
+
+            def bind(path: str) -> None:
+                for parent in _ancestors(path):  # bwrap would make them 0700: closed to the program uid
+                    if parent not in made:
+                        args.extend(["--perms", "0755", "--dir", parent])
+                        made.add(parent)
+                args.extend(["--ro-bind", path, path])
+
             for b in binds:
-                args += ["--ro-bind", b, b]
+                bind(b)
             for link, target in links.items():
                 args += ["--symlink", target, link]
             args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/dev/shm",
                      "--size", str(WORKER_TMPFS_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
-            made: set[str] = set()
             for d in python_dirs():  # after /tmp: a venv under /tmp lands on top of the tmpfs
-                for parent in _ancestors(d):  # bwrap would make them 0700: unreadable for the program uid
-                    if parent not in made and parent not in ("/", "/tmp"):
-                        args += ["--perms", "0755", "--dir", parent]
-                        made.add(parent)
-                args += ["--ro-bind", d, d]
+                bind(d)
             args += ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
             for k, v in ENV.items():
                 args += ["--setenv", k, v]

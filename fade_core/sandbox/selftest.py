@@ -9,7 +9,8 @@ it, exactly as candidate programs run, then states what was observed as
 - network: the only network interface is ``lo``;
 - per-sample state: a memo written to ``/tmp`` and ``/dev/shm`` by one program is gone for the next,
   and SysV shared memory, the kernel keyring and new user namespaces are refused (seccomp);
-- worker unreachable: the worker is PID 1 and its descriptors cannot be listed;
+- worker unreachable: the worker is PID 1 and its descriptors, memory and environment cannot be
+  opened;
 - python: the standard library modules the zygote does not preload (and numpy, if this Python has
   it) import;
 - per-sample limits: a program over its memory cgroup is killed by the kernel (``memory_limit``), a
@@ -51,11 +52,13 @@ libc = ctypes.CDLL(None, use_errno=True)
 obs["shmget"] = libc.shmget(0, 4096, 0o1600) < 0
 obs["keyctl"] = KEYCTL is not None and libc.syscall(KEYCTL, 0, -1, 0) < 0 and ctypes.get_errno() == 1
 obs["unshare_user"] = libc.unshare(0x10000000) != 0
-try:
-    os.listdir("/proc/1/fd")
-    obs["pid1_fds"] = True
-except OSError:
-    obs["pid1_fds"] = False
+def opens(p):
+    try:
+        os.close(os.open(p, os.O_RDONLY))
+        return True
+    except OSError:
+        return False
+obs["pid1_fds"] = any(opens(f"/proc/1/fd/{n}") for n in range(16)) or opens("/proc/1/mem") or opens("/proc/1/environ")
 obs["worker_is_pid1"] = open("/proc/1/cmdline", "rb").read().split(b"\0")[0].split(b"/")[-1].startswith(b"python")
 obs["cgroup_lines"] = [line.rsplit(":", 1)[-1] for line in open("/proc/self/cgroup").read().split()]
 bad = []
