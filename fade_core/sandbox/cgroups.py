@@ -54,7 +54,7 @@ class Hierarchy:
         root = self.root.rstrip("/")
         if root and not (cgroup_path == root or cgroup_path.startswith(root + "/")):
             return None
-        return os.path.join(self.mountpoint, cgroup_path[len(root) :].lstrip("/"))
+        return os.path.normpath(os.path.join(self.mountpoint, cgroup_path[len(root) :].lstrip("/")))
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,10 @@ def _read(path: str) -> str:
 def _enable_v2(d: str) -> bool:
     """Make the memory, pids and cpu controllers available to the children of ``d``."""
     try:
-        have = set(_read(os.path.join(d, "cgroup.subtree_control")).split())
+        try:
+            have = set(_read(os.path.join(d, "cgroup.subtree_control")).split())
+        except FileNotFoundError:  # only in a simulated hierarchy
+            have = set()
         missing = [c for c in V2_CONTROLLERS if c not in have]
         if missing:
             with open(os.path.join(d, "cgroup.subtree_control"), "w") as f:

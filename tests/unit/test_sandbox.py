@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import math
+import os
 import shutil
+import struct
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from fade_core import sandbox
-from fade_core.sandbox import compare, isolation, plaindata
+from fade_core.sandbox import compare, isolation, plaindata, pool, syscall_filter
 from fade_core.sandbox.pool import Limits
 
 FAST = Limits(cpu_s=2, wall_s=4, mem_mb=512)
@@ -237,3 +240,131 @@ def test_unshare_backend():
 
 def test_module_level_run():
     assert sandbox.run("print(sum(map(int, input().split())))", [{"input": "1 2 3", "output": "6"}], kind="stdio").passed
+
+
+# ------------------------------------------------------------------------------- hardening (issue 13)
+def test_bounded_parse_refuses_deep_and_big_frames():
+    deep = b"[" * 990 + b"]" * 990
+    with pytest.raises(ValueError, match="deeper"):
+        plaindata.loads_bounded(deep, max_bytes=1 << 20)
+    with pytest.raises(ValueError, match="cap"):
+        plaindata.loads_bounded(b"[1]" * 10, max_bytes=8)
+    with pytest.raises(ValueError):
+        plaindata.loads_bounded(b"\xff\xfe{", max_bytes=100)
+    # brackets inside strings do not count; a wide, shallow value is fine
+    assert plaindata.loads_bounded(b'["' + b"[" * 5000 + b'"]', max_bytes=1 << 20) == ["[" * 5000]
+    assert plaindata.loads_bounded(b"[" + b",".join([b"[1]"] * 5000) + b"]", max_bytes=1 << 20) == [[1]] * 5000
+    assert plaindata.json_depth_exceeds(b'["\\\\", [[[]]]]', 3) and not plaindata.json_depth_exceeds(b'["\\\\", [[[]]]]', 4)
+
+
+def test_status_rests_on_the_kernel_not_on_stderr():
+    lim = Limits()
+    forged = {"exit": 1, "signal": None, "killed": None, "oom": False, "cpu": 0.1, "stderr": "MemoryError\nstd::bad_alloc"}
+    assert pool.classify(forged, lim) == "runtime_error"
+    assert pool.classify({**forged, "oom": True, "signal": 9, "exit": None}, lim) == "memory_limit"
+    assert pool.classify({**forged, "killed": "cpu"}, lim) == "timeout"
+    assert pool.classify({**forged, "killed": "output"}, lim) == "output_limit"
+    assert pool.classify({"exit": 0, "signal": None, "killed": None, "oom": "yes"}, lim) is None  # only True counts
+
+
+def test_seccomp_filter_program():
+    prog = syscall_filter.build("x86_64")
+    assert len(prog) % 8 == 0 and len(prog) // 8 < 4096
+    code, _, _, k = struct.unpack("HBBI", prog[8:16])  # second instruction: the architecture check
+    assert k == syscall_filter.AUDIT_ARCH["x86_64"]
+    assert len(syscall_filter.build("aarch64")) % 8 == 0
+    with pytest.raises(syscall_filter.FilterUnavailable):
+        syscall_filter.build("sparc")
+
+
+@pytest.mark.skipif(syscall_filter.machine() not in syscall_filter.SYSCALLS, reason="no syscall table for this machine")
+def test_seccomp_filter_in_a_child():
+    """Denied calls get EPERM (clone3 ENOSYS), everything a program needs still works."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            import ctypes
+            import threading
+
+            syscall_filter.install()
+            libc = ctypes.CDLL(None, use_errno=True)
+            nr = syscall_filter.SYSCALLS[syscall_filter.machine()]
+            out = []
+            for name, args in (("keyctl", (0, -4, 0)), ("unshare", (0x10000000,)), ("ptrace", (16, 1, 0, 0)), ("clone3", (0, 0))):
+                rc = libc.syscall(nr[name], *args)
+                out.append(ctypes.get_errno() if rc < 0 else 0)
+            out.append(libc.syscall(nr["unshare"], 0x400))  # CLONE_FILES: no namespace, allowed
+            t = threading.Thread(target=lambda: None)
+            t.start()
+            t.join()
+            child = os.fork()
+            if child == 0:
+                os._exit(7)
+            out.append(os.waitpid(child, 0)[1] >> 8)
+            os.write(w, repr(out).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 1000).decode()
+    os.waitpid(pid, 0)
+    assert got == repr([errno.EPERM, errno.EPERM, errno.EPERM, errno.ENOSYS, 0, 7])
+
+
+def test_thread_idiom_and_endless_thread(sb):
+    """Issue 14.5: main() in a thread is joined before output is collected; an endless thread times out."""
+    idiom = ("import sys, threading\ndef main():\n    a, b = map(int, input().split())\n    print(a + b)\n"
+             "threading.stack_size(64 * 1024 * 1024)\nthreading.Thread(target=main).start()\n")  # fmt: skip
+    assert sb.run(idiom, [{"input": "2 3", "output": "5"}], kind="stdio").passed
+    endless = "import threading, time\nthreading.Thread(target=time.sleep, args=(100,)).start()\nprint(5)\n"
+    v = sb.run(endless, [{"input": "", "output": "5"}], kind="stdio", limits=Limits(cpu_s=1, wall_s=1))
+    assert v.status == "timeout", v
+    v = sb.run("import threading\ndef f(x):\n    threading.Thread(target=print, args=('late',)).start()\n    return x\n",
+               [{"input": [1], "output": 1}], kind="call", fn_name="f")  # fmt: skip
+    assert v.passed and "late" in v.stdout, v
+
+
+def test_a_stale_reply_resets_the_slot(sb):
+    """A reply the parent did not ask for (here: a desynchronised request) is an anomaly: the slot's
+    workers are replaced, the verdict is sandbox_error, and the next program is judged normally."""
+    assert sb.run("print(1)", [{"input": "", "output": "1"}], kind="stdio").passed
+    for slot in sb._all:
+        if slot.cand is not None:
+            slot.cand.send({"op": "nonsense"})  # its reply will arrive before the next real one
+    vs = [sb.run("print(1)", [{"input": "", "output": "1"}], kind="stdio") for _ in sb._all]
+    assert any(v.status == "sandbox_error" and "worker reported" in v.detail for v in vs), vs
+    assert all(v.passed or v.status == "sandbox_error" for v in vs)
+    assert sb.run("print(2)", [{"input": "", "output": "1"}], kind="stdio").status == "wrong_answer"
+    assert sb.run("print(1)", [{"input": "", "output": "1"}], kind="stdio").passed
+
+
+def test_auto_logs_the_choice_and_why(monkeypatch, caplog):
+    good = isolation.Guarantees("unshare", filesystem=True, network=True, sample_state=True, python=True)
+    bad = isolation.Guarantees("bwrap", network=True, failures=("host file visible",))
+    monkeypatch.setattr(isolation, "tested", lambda b, parent=None: bad if b == "bwrap" else good)
+    monkeypatch.delenv("FADE_SANDBOX_UNSAFE", raising=False)
+    with caplog.at_level("INFO", logger="fade_core.sandbox.isolation"):
+        iso = isolation.resolve("auto")
+    assert iso.backend == "unshare" and iso.guarantees is good
+    assert "bwrap refused: no filesystem, sample_state, python (host file visible)" in caplog.text
+    with pytest.raises(isolation.SandboxUnavailable, match="bwrap refused"):
+        isolation.resolve("bwrap")
+    with pytest.warns(RuntimeWarning, match="unsafe"):
+        assert isolation.resolve("bwrap", unsafe=True).backend == "bwrap"
+
+
+def test_use_settings_sets_the_process_wide_defaults(monkeypatch):
+    for k in ("FADE_SANDBOX_BACKEND", "FADE_SANDBOX_UNSAFE", "FADE_SANDBOX_CGROUP"):
+        monkeypatch.delenv(k, raising=False)
+    sandbox.use_settings(backend="unshare", unsafe=True, cgroup_parent="/fade")
+    assert (os.environ["FADE_SANDBOX_BACKEND"], os.environ["FADE_SANDBOX_UNSAFE"], os.environ["FADE_SANDBOX_CGROUP"]) == (
+        "unshare", "1", "/fade")
+    sandbox.use_settings(unsafe=False, cgroup_parent="")
+    assert "FADE_SANDBOX_UNSAFE" not in os.environ and "FADE_SANDBOX_CGROUP" not in os.environ
+
+
+def test_guarantees_here(sb):
+    """On this machine the chosen backend shows every required guarantee (the CI runs as root)."""
+    g = sb.guarantees
+    assert g is not None and g.missing() == [], g.lines()
+    assert g.syscall_filter and g.worker_unreachable
