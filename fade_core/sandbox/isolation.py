@@ -31,6 +31,7 @@ import logging
 import os
 import shutil
 import sys
+import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -276,16 +277,18 @@ def cgroup_layout(parent: str | None) -> tuple[cgroups.Layout | None, str]:
 
 
 _tested: dict[tuple, Guarantees] = {}
+_tested_lock = threading.Lock()
 
 
 def tested(backend: str, cgroup_parent: str | None = None) -> Guarantees:
     """The self-test's findings for ``backend`` (run once per process and setting)."""
     key = (backend, cgroup_parent, os.geteuid(), sys.prefix)
-    if key not in _tested:
-        from fade_core.sandbox.selftest import self_test
+    with _tested_lock:
+        if key not in _tested:
+            from fade_core.sandbox.selftest import self_test
 
-        _tested[key] = self_test(backend, cgroup_parent)
-    return _tested[key]
+            _tested[key] = self_test(backend, cgroup_parent)
+        return _tested[key]
 
 
 def resolve(backend: str = "auto", *, unsafe: bool = False, cgroup_parent: str | None = None) -> Isolation:

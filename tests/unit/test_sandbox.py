@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import math
 import os
 import shutil
@@ -368,3 +369,24 @@ def test_guarantees_here(sb):
     g = sb.guarantees
     assert g is not None and g.missing() == [], g.lines()
     assert g.syscall_filter and g.worker_unreachable
+
+
+def test_score_batch_survives_a_deeply_nested_reply():
+    """Issue 13, class 5: a 990-deep return value used to raise RecursionError in the parent and lose
+    every verdict of the batch (run_batch, score_batch, `fade verify`)."""
+    from fade_core import verifiers
+
+    he_prompt = 'def f(x):\n    """x + 1"""\n'
+    he_tests = json.dumps([{"input": "def check(candidate):\n    assert candidate(1) == 2\n", "output": None, "testtype": "humaneval"}])
+    call = {"problem_id": "deep", "kind": "code_call", "fn_name": "f", "tests": json.dumps([{"input": [1], "output": 2}])}
+    he = {"problem_id": "he", "kind": "code_call", "fn_name": "f", "prompt": he_prompt, "tests": he_tests}
+    deep = "def f(x):\n    v = []\n    for _ in range(990):\n        v = [v]\n    return v\n"
+    he_deep = "    v = []\n    for _ in range(990):\n        v = [v]\n    return v\n"
+    problems = [call, call, he, he, he]
+    completions = [deep, "def f(x):\n    return x + 1\n", he_deep, "    return x\n", "    return x + 1\n"]
+    try:
+        scores = verifiers.score_batch(problems, completions, workers=1)
+    finally:
+        verifiers.shutdown()
+    assert [s.passed for s in scores] == [False, True, False, False, True], scores
+    assert scores[0].status != "sandbox_error" and scores[2].status != "sandbox_error", scores
