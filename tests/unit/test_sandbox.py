@@ -10,6 +10,7 @@ import shutil
 import struct
 
 import pytest
+import typer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -390,3 +391,23 @@ def test_score_batch_survives_a_deeply_nested_reply():
         verifiers.shutdown()
     assert [s.passed for s in scores] == [False, True, False, False, True], scores
     assert scores[0].status != "sandbox_error" and scores[2].status != "sandbox_error", scores
+
+
+def test_verify_self_test_prints_the_guarantees(monkeypatch):
+    """`fade verify --self-test`: every backend's findings and the one in force; exit 2 without one."""
+    from typer.testing import CliRunner
+
+    from flows import verify as verify_flow
+
+    monkeypatch.delenv("FADE_SANDBOX_UNSAFE", raising=False)
+    lines, ok = verify_flow.self_test_report("auto")
+    text = "\n".join(lines)
+    assert ok and "[bwrap]" in text and "[unshare]" in text and "in force (auto): " in text, text
+    assert "per-sample cgroups:" in text and "seccomp filter: yes" in text
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    verify_flow.register(app)
+    refused = isolation.Guarantees("x", failures=("test",))
+    monkeypatch.setattr(isolation, "tested", lambda b, parent=None: refused)
+    res = CliRunner().invoke(app, ["verify", "--self-test"])
+    assert res.exit_code == 2 and "in force: NONE" in res.output, res.output

@@ -4,11 +4,11 @@ The harness runs as a separate process inside a containment cgroup (memory and p
 regression cannot take the machine down), with tight limits, and reports per attack; each attack is
 followed by correct and wrong programs in every mode on the attacked slot. Modes:
 
-- root, ``auto`` backend (must pick bubblewrap);
+- root, ``auto`` backend (must pick bubblewrap), the venv where it is;
 - an unprivileged uid (``setpriv``, no passwd entry needed), ``auto`` backend, with the venv bound
   under /tmp and the Python installation under a directory the user cannot list (/root here): the
-  user's own mount namespace makes them reachable without changing the host;
-- both again with the ``unshare`` backend (slow).
+  run's own mount namespace makes them reachable without changing the host;
+- both with the ``unshare`` backend and the venv under /tmp (slow).
 
 The two fast modes run concurrently. Needs root (to create the unprivileged run and the cgroups);
 skips with the reason otherwise.
@@ -35,7 +35,10 @@ HARNESS = REPO / "tests" / "sandbox" / "attacks.py"
 TEST_UID = 63999  # an unprivileged uid with no passwd entry (below the sandbox's 64000+ range)
 CONTAIN_MEMORY = 3 << 30
 CONTAIN_TASKS = 1200
-MODES = {"root": (False, "auto"), "user": (True, "auto"), "root-unshare": (False, "unshare"), "user-unshare": (True, "unshare")}
+MODES = {  # mode: (as the unprivileged uid, backend, venv bound under /tmp)
+    "root": (False, "auto", False), "user": (True, "auto", True),
+    "root-unshare": (False, "unshare", True), "user-unshare": (True, "unshare", True),
+}  # fmt: skip
 FAST = ("root", "user")
 
 sys.path.insert(0, str(REPO))
@@ -107,38 +110,41 @@ def _blocked_ancestors(paths: list[str], uid: int) -> dict[str, list[str]]:
     return out
 
 
-def _user_script(stage: str, join: list[str], backend: str, env: dict[str, str]) -> str:
-    """Shell run as root in a private mount namespace: reach the Python installation and the repo
-    as the test uid, bind the venv under /tmp, then drop to the uid and run the harness."""
-    needed = sorted({*isolation.python_dirs(), str(REPO)})
+def _script(stage: str, join: list[str], backend: str, env: dict[str, str], as_user: bool) -> str:
+    """Shell run as root in a private mount namespace: bind the venv under /tmp (as a clone there would
+    have it); for the test uid, make the Python installation and the repository reachable and drop to
+    the uid; then run the harness."""
     venv = os.path.realpath(sys.prefix)
     lines = ["set -e", f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(stage)}"]
-    for i, (blocked, paths) in enumerate(sorted(_blocked_ancestors(needed, TEST_UID).items())):
-        for k, p in enumerate(paths):
-            lines += [f"mkdir -p {stage}/keep{i}-{k}", f"mount --rbind {shlex.quote(p)} {stage}/keep{i}-{k}"]
-        lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(blocked)}")
-        for k, p in enumerate(paths):
-            lines += [f"mkdir -p {shlex.quote(p)}", f"mount --move {stage}/keep{i}-{k} {shlex.quote(p)}"]
-    clone = f"{stage}/clone/.venv"  # the venv as a clone under /tmp would have it
-    lines += [f"mkdir -p {clone} {stage}/home", f"mount --bind {shlex.quote(venv)} {clone}",
-              f"chown {TEST_UID}:{TEST_UID} {stage}/home"]  # fmt: skip
+    if as_user:
+        needed = sorted({*isolation.python_dirs(), str(REPO)})
+        for i, (blocked, paths) in enumerate(sorted(_blocked_ancestors(needed, TEST_UID).items())):
+            for k, p in enumerate(paths):
+                lines += [f"mkdir -p {stage}/keep{i}-{k}", f"mount --rbind {shlex.quote(p)} {stage}/keep{i}-{k}"]
+            lines.append(f"mount -t tmpfs -o mode=0755 tmpfs {shlex.quote(blocked)}")
+            for k, p in enumerate(paths):
+                lines += [f"mkdir -p {shlex.quote(p)}", f"mount --move {stage}/keep{i}-{k} {shlex.quote(p)}"]
+    clone = f"{stage}/clone/.venv"
+    lines += [f"mkdir -p {clone} {stage}/home", f"mount --bind {shlex.quote(venv)} {clone}"]
     args = [f"{clone}/bin/python", str(HARNESS), "--backend", backend, *[x for d in join for x in ("--join-cgroup", d)]]
     env_args = [f"{k}={v}" for k, v in {"HOME": f"{stage}/home", "PATH": "/usr/bin:/bin", **env}.items()]
-    lines.append(f"exec setpriv --reuid={TEST_UID} --regid={TEST_UID} --clear-groups --inh-caps=-all -- env -i "
-                 + " ".join(shlex.quote(a) for a in env_args + args))  # fmt: skip
-    return "\n".join(lines)
+    run = "env -i " + " ".join(shlex.quote(a) for a in env_args + args)
+    if as_user:
+        lines.append(f"chown {TEST_UID}:{TEST_UID} {stage}/home")
+        run = f"setpriv --reuid={TEST_UID} --regid={TEST_UID} --clear-groups --inh-caps=-all -- " + run
+    return "\n".join([*lines, "exec " + run])
 
 
 @contextlib.contextmanager
 def harness_run(mode: str):
     """Start the harness for ``mode``; yields a function that waits and returns its report."""
-    as_user, backend = MODES[mode]
+    as_user, backend, tmp_venv = MODES[mode]
     uid = TEST_UID if as_user else None
     with containment(f"fade-attack-{os.getpid()}-{mode}", uid) as (join, env):
         with tempfile.TemporaryDirectory(prefix="fade-attack-stage-") as stage:
-            if as_user:
+            if tmp_venv:
                 os.chmod(stage, 0o755)
-                cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _user_script(stage, join, backend, env)]
+                cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", _script(stage, join, backend, env, as_user)]
                 run_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
             else:
                 cmd = [sys.executable, str(HARNESS), "--backend", backend, *[x for d in join for x in ("--join-cgroup", d)]]
@@ -173,10 +179,9 @@ def slow_reports():
 
 
 def _check(report: dict, mode: str, name: str) -> None:
-    as_user, backend = MODES[mode]
+    as_user, backend, tmp_venv = MODES[mode]
     assert report["uid"] == (TEST_UID if as_user else 0)
-    if as_user:
-        assert report["prefix"].startswith("/tmp/"), report["prefix"]
+    assert report["prefix"].startswith("/tmp/") == tmp_venv, report["prefix"]
     assert report["backend"] == ("bwrap" if backend == "auto" else backend), report["guarantees"]
     assert report["missing"] == [], report["guarantees"]
     res = report["results"][name]
