@@ -411,3 +411,31 @@ def test_verify_self_test_prints_the_guarantees(monkeypatch):
     monkeypatch.setattr(isolation, "tested", lambda b, parent=None: refused)
     res = CliRunner().invoke(app, ["verify", "--self-test"])
     assert res.exit_code == 2 and "in force: NONE" in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    "frame,why",
+    [
+        (b"\xff\xff\xff\xffgarbage", "exceeds the cap"),
+        (struct.pack(">I", 7) + b"garbage", "malformed reply"),
+        (struct.pack(">I", 1980) + b"[" * 990 + b"]" * 990, "deeper"),
+        (struct.pack(">I", 3) + b"[1]", "not an object"),
+        (struct.pack(">I", 28) + b'{"sandbox_error": "boom!!!"}', "worker reported: boom"),
+    ],
+)
+def test_parent_refuses_a_bad_reply_without_raising_anything_else(frame, why):
+    """Class 5: whatever arrives on the protocol socket, the parent raises WorkerLost (the slot is then
+    reset), never RecursionError, MemoryError or a JSON error."""
+    import socket
+    import time
+
+    w = pool._Worker.__new__(pool._Worker)
+    w.sock, theirs = socket.socketpair()
+    w.fd = w.sock.fileno()
+    try:
+        theirs.sendall(frame)
+        with pytest.raises(pool.WorkerLost, match=why):
+            w.recv(time.monotonic() + 2, cap=1 << 20)
+    finally:
+        w.sock.close()
+        theirs.close()
