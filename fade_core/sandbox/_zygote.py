@@ -31,6 +31,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import json
@@ -43,6 +44,7 @@ import struct
 import sys
 import time
 import traceback
+import warnings
 
 from fade_core.sandbox import plaindata, syscall_filter
 
@@ -494,19 +496,12 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _compile(code: str, name: str, ctl_fd: int) -> object:
-    try:
-        return compile(code, name, "exec")
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as e:
-        write_frame(ctl_fd, {"compile_error": _format_exc(e)})
-        os._exit(3)
+COMPILE_ERRORS = (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError)
 
 
-def program_stdio(code: str) -> None:
-    """Child body for one stdin/stdout run. fd 3 carries only a compile error, and is closed before
-    the program runs. Non-daemon threads are joined before exit, as by the interpreter."""
-    co = _compile(code, "<solution>", 3)
-    os.close(3)
+def program_stdio(co: object) -> None:
+    """Child body for one stdin/stdout run of compiled code ``co``. Non-daemon threads are joined
+    before exit, as by the interpreter."""
     status = 0
     try:
         exec(co, {"__name__": "__main__", "__builtins__": __builtins__})
@@ -529,11 +524,10 @@ def _resolve(g: dict, fn_name: str):
     raise NameError(f"function {fn_name!r} (or method Solution.{fn_name}) is not defined")
 
 
-def program_server(code: str, fn_name: str, module_name: str, ctl_fd: int, result_cap: int) -> None:
-    """Child body for call-style tests: define the program, report readiness on ``ctl_fd``, then
-    answer ``{"args": [...]}`` frames on fd 3 with ``{"ok": true, "value": ...}`` or
+def program_server(co: object, fn_name: str, module_name: str, ctl_fd: int, result_cap: int) -> None:
+    """Child body for call-style tests: define the program (compiled code ``co``), report readiness on
+    ``ctl_fd``, then answer ``{"args": [...]}`` frames on fd 3 with ``{"ok": true, "value": ...}`` or
     ``{"ok": false, "error": ...}`` frames on fd 4. At end of input, joins non-daemon threads."""
-    co = _compile(code, "<solution>", ctl_fd)
     g = {"__name__": module_name, "__builtins__": __builtins__}
     try:
         exec(co, g)
@@ -760,9 +754,6 @@ class Child:
         self.fds = {}
         end_sample()
         exit_code = os.waitstatus_to_exitcode(status)
-        frames = []
-        while (f := self.frames.pop()) is not None:
-            frames.append(f)
         cpu = self._cpu_used()
         if cpu is None:
             cpu = usage.ru_utime + usage.ru_stime
@@ -779,7 +770,7 @@ class Child:
             "stdout": self.out.decode("utf-8", "replace"),
             "stderr": self.err.decode("utf-8", "replace"),
             "stderr_dropped": self.err_dropped,
-            "frames": frames,
+            "frames": [],  # frames the program wrote are never passed on; the worker adds compile errors
         }
 
 
@@ -903,39 +894,73 @@ class Worker:
                     raise SampleLeftovers(f"the sample cgroup still holds {procs}")
                 time.sleep(0.001)
 
-    def _spawn(self, body, fds: dict[int, int], limits: dict, workdir: str, report: int) -> tuple[int, tuple]:
-        """Fork a child that sets itself up and runs ``body``; ``report`` is the target descriptor of
-        its control pipe, where a setup failure is reported. Returns (pid, cgroup counters before)."""
+    def _spawn(self, body, fds: dict[int, int], limits: dict, workdir: str, code: str | None) -> tuple[int, tuple, dict | None]:
+        """Fork a child that sets itself up, compiles ``code`` and runs ``body(compiled)``.
+
+        Setup failures and compile errors come back on a pipe of their own that the child closes
+        before any untrusted code runs, so a program cannot forge them. Returns (pid, the cgroup's
+        counters before, None or that pipe's frame: ``{"setup_error": ...}`` / ``{"compile_error": ...}``)."""
         before: tuple[int | None, int] = (None, 0)
         if self.plan.cgroup is not None:
             self.plan.cgroup.configure(limits)
             before = self.plan.cgroup.snapshot()
+        setup_r, setup_w = os.pipe()
+        target = max(fds) + 1
+        fds = {**fds, target: setup_w}
         pid = os.fork()
         if pid == 0:
+            os.close(setup_r)
             placed = [False]
             try:
                 enter_child(fds, limits, self.plan, workdir, placed)
+                co = None
+                if code is not None:
+                    try:
+                        with warnings.catch_warnings():  # nothing may block on stderr before the pipe closes
+                            warnings.simplefilter("ignore")
+                            co = compile(code, "<solution>", "exec")
+                    except COMPILE_ERRORS as e:
+                        write_frame(target, {"compile_error": _format_exc(e)})
+                        os._exit(3)
             except BaseException as e:  # noqa: BLE001
                 try:
-                    write_frame(report if placed[0] else fds[report], {"setup_error": _format_exc(e)})
+                    write_frame(target if placed[0] else setup_w, {"setup_error": _format_exc(e)})
                 finally:
                     os._exit(70)
+            os.close(target)
             try:
-                body()
+                body(co)
             except BaseException:  # noqa: BLE001
                 try:
                     traceback.print_exc()
                 finally:
                     os._exit(71)
             os._exit(0)
-        return pid, before
+        os.close(setup_w)
+        return pid, before, self._read_setup(setup_r, pid, time.monotonic() + max(5.0, float(limits["wall_s"])))
 
     @staticmethod
-    def _setup_error(res: dict) -> str | None:
-        for f in res.get("frames") or []:
-            if "setup_error" in f:
-                return str(f["setup_error"])
-        return None
+    def _read_setup(fd: int, pid: int, deadline: float) -> dict | None:
+        """Wait until the child closes its setup pipe; its frame if it wrote one."""
+        buf = bytearray()
+        try:
+            while True:
+                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                    return {"setup_error": "the program's setup did not finish"}
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+        finally:
+            os.close(fd)
+        if not buf:
+            return None
+        fb = FrameBuffer(1 << 20)
+        fb.feed(bytes(buf))
+        return fb.pop() or {"setup_error": "unreadable setup report"}
 
     # -- ops
     def op_stdio(self, req: dict) -> dict:
@@ -946,17 +971,17 @@ class Worker:
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
-        code = req["code"]
-        pid, before = self._spawn(lambda: program_stdio(code), {0: stdin_fd, 1: out_w, 2: err_w, 3: ctl_w}, limits,
-                                  workdir, 3)  # fmt: skip
-        for fd in (stdin_fd, out_w, err_w, ctl_w):
+        pid, before, early = self._spawn(program_stdio, {0: stdin_fd, 1: out_w, 2: err_w}, limits, workdir, req["code"])
+        for fd in (stdin_fd, out_w, err_w):
             os.close(fd)
-        child = Child(pid, out_r, err_r, ctl_r, None, limits, self.plan.cgroup, before)
+        child = Child(pid, out_r, err_r, None, None, limits, self.plan.cgroup, before)
         res = child.finish(time.monotonic() + limits["wall_s"], self.end_sample)
         self._release_workdir(workdir)
-        why = self._setup_error(res)
-        return {"sandbox_error": f"program setup failed: {why}"} if why else res
+        if early is not None and "compile_error" in early:
+            res["frames"] = [{"compile_error": str(early["compile_error"])}]
+        elif early is not None:
+            return {"sandbox_error": f"program setup failed: {early.get('setup_error')}"}
+        return res
 
     def op_serve(self, req: dict) -> dict:
         """Start a call server for ``code``. With ``direct``, two pipe ends arrive on the fd socket
@@ -979,12 +1004,12 @@ class Worker:
         code, fn_name, module = req["code"], req["fn_name"], req.get("module_name", "__fade_solution__")
         cap = int(limits["result_bytes"])
         t0 = time.monotonic()
-        pid, before = self._spawn(
-            lambda: program_server(code, fn_name, module, 5, cap),
+        pid, before, early = self._spawn(
+            lambda co: program_server(co, fn_name, module, 5, cap),
             {0: null, 1: out_w, 2: err_w, 3: args_r, 4: res_w, 5: ctl_w},
             limits,
             self.server_dir,
-            5,
+            code,
         )
         for fd in (null, out_w, err_w, args_r, res_w, ctl_w):
             os.close(fd)
@@ -995,17 +1020,20 @@ class Worker:
         # a direct server lives for one check (the checker has the same wall limit); a relayed one for
         # the whole program
         self.server_deadline = t0 + limits["wall_s"] + (2.0 if direct else 0.0)
+        if early is not None:
+            ended = self._end_server()
+            if "compile_error" in early:
+                return {"ready": False, "frame": {"compile_error": str(early["compile_error"])}, **ended}
+            return {"sandbox_error": f"program setup failed: {early.get('setup_error')}"}
         frame = self.server.pump(self.server_deadline, want_frame=True)
         if frame is not None and frame.get("ready") is True:
             if not direct:  # from now on frames come from the result pipe
                 os.close(self.server.fds.pop("ctl"))
                 self.server.fds["ctl"] = self.server.fds.pop("res")
             return {"ready": True}
-        ended = self._end_server()
-        why = self._setup_error(ended.get("exec") or {}) or (frame or {}).get("setup_error")
-        if why:
-            return {"sandbox_error": f"program setup failed: {why}"}
-        return {"ready": False, "frame": frame, **ended}
+        # the program wrote this frame (or died): only its error text is passed on
+        error = str(frame.get("error", ""))[:2000] if isinstance(frame, dict) else ""
+        return {"ready": False, "frame": {"error": error}, **self._end_server()}
 
     def op_call(self, req: dict) -> dict:
         srv = self.server
@@ -1019,8 +1047,13 @@ class Worker:
         frame = srv.pump(self.server_deadline, want_frame=True)
         if frame is None or "ok" not in frame:
             return {"ok": False, "dead": True, **self._end_server()}
-        frame["wall"] = round(time.monotonic() - t0, 6)
-        return frame
+        # the program wrote this frame: only the fields of an answer are passed on
+        reply = {"ok": frame.get("ok") is True, "wall": round(time.monotonic() - t0, 6)}
+        if reply["ok"]:
+            reply["value"] = frame.get("value")
+        else:
+            reply["error"] = str(frame.get("error", ""))[:2000]
+        return reply
 
     def op_end(self, req: dict) -> dict:
         return self._end_server()
@@ -1054,12 +1087,12 @@ class Worker:
         ctl_r, ctl_w = os.pipe()
         prompt, test, fn_name = req.get("prompt", ""), req["test"], req["fn_name"]
         cap = int(limits["result_bytes"])
-        pid, before = self._spawn(
-            lambda: program_checker(prompt, test, fn_name, cap),
+        pid, before, early = self._spawn(
+            lambda _: program_checker(prompt, test, fn_name, cap),
             {0: null, 1: out_w, 2: err_w, 3: res_r, 4: args_w, 5: ctl_w},
             limits,
             workdir,
-            5,
+            None,
         )
         for fd in (null, out_w, err_w, res_r, args_w, ctl_w):
             os.close(fd)
@@ -1068,10 +1101,12 @@ class Worker:
         done = child.pump(deadline, want_frame=True)
         res = child.finish(deadline, self.end_sample)
         self._release_workdir(workdir)
-        why = self._setup_error(res) or (done or {}).get("setup_error")
-        if why:
-            return {"sandbox_error": f"program setup failed: {why}"}
-        return {"done": True, "result": done, "exec": res}
+        if early is not None:
+            return {"sandbox_error": f"check setup failed: {early.get('setup_error')}"}
+        result = None
+        if isinstance(done, dict):
+            result = {k: done[k] for k in ("done", "passed", "error", "harness_error") if k in done}
+        return {"done": True, "result": result, "exec": res}
 
     def recv_fds(self, n: int) -> list[int]:
         if self.fd_sock is None:

@@ -608,6 +608,28 @@ def garbage_frames(ctx: Ctx) -> None:
     humaneval(ctx, "    import os\n    os.write(4, b'\\xff\\xff\\xff\\xffjunk')\n    return a + b + 1\n")
 
 
+FRAME_WRITER = ("import json, os, struct\ndef w(fd, o):\n    b = json.dumps(o).encode()\n"
+                "    os.write(fd, struct.pack('>I', len(b)) + b)\n")  # fmt: skip
+
+
+@attack
+def forged_status_reports(ctx: Ctx) -> None:
+    """Class 5: a program writes setup-, compile- and sandbox-error reports on its own pipes (while
+    loading and as an answer); its failure stays its own: never sandbox_error or compile_error, and
+    the slot is not reset for it."""
+    load = FRAME_WRITER + "w(5, {'setup_error': 'x'})\nw(5, {'compile_error': 'x'})\nos._exit(1)\ndef f(x):\n    return x\n"
+    v = ctx.sb.run(load, CALL_TESTS, kind="call", fn_name="f")
+    assert v.status == "runtime_error", v
+    answer = FRAME_WRITER + "def f(x):\n    w(4, {'ok': False, 'error': 'x', 'sandbox_error': 'forged'})\n    return x + 1\n"
+    v = ctx.sb.run(answer, CALL_TESTS, kind="call", fn_name="f")
+    assert v.status == "runtime_error" and "forged" not in v.detail, v
+    v = ctx.sb.run(FRAME_WRITER + "import sys\nfor fd in range(3, 64):\n    try:\n        w(fd, {'sandbox_error': 'x'})\n"
+                   "    except OSError:\n        pass\nprint(6)\n", STDIO_OK[1], kind="stdio")  # fmt: skip
+    assert v.status == "wrong_answer", v
+    humaneval(ctx, "    " + FRAME_WRITER.replace("\n", "\n    ") + "w(5, {'setup_error': 'x'})\n    return a - b\n")
+    still_works(ctx.sb)
+
+
 @attack
 def huge_values_and_output(ctx: Ctx) -> None:
     """Class 5: floods of stdout and stderr, a 64 MiB return value, a file past the size limit."""
