@@ -277,7 +277,8 @@ class PoolCgroups:
                 self.pools[ctrl] = d
             if layout.version == 2 and not _enable_v2(self.pools["unified"]):
                 raise OSError(f"cannot enable {V2_CONTROLLERS} in {self.pools['unified']}")
-            # the pool as a whole weighs as much as its workers would as separate processes
+            # the pool weighs as much as its ``cpu_weight`` workers would as separate processes: without
+            # this, all of fade's samples would share one process's CPU share on a loaded machine
             if layout.version == 1 and "cpu" in self.pools:
                 with contextlib.suppress(OSError), open(os.path.join(self.pools["cpu"], "cpu.shares"), "w") as f:
                     f.write(str(1024 * max(1, cpu_weight)))

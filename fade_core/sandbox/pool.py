@@ -402,7 +402,8 @@ class Sandbox:
         self.workers = max(1, workers or default_workers())
         self.limits = limits or Limits()
         layout = self.isolation.layout
-        self._cgroups = PoolCgroups(layout, cpu_weight=self.workers) if layout is not None else None
+        # a candidate and a checker worker per slot, each weighing as one process would outside cgroups
+        self._cgroups = PoolCgroups(layout, cpu_weight=2 * self.workers) if layout is not None else None
         self._slots: queue.Queue[_Slot] = queue.Queue()
         self._all = [_Slot(self.isolation, i, self._cgroups) for i in range(self.workers)]
         for s in self._all:
