@@ -18,6 +18,7 @@ Sections:
     pipeline   the arms (method + params) and seeds that ``fade run`` compares
     report     the report's name and figure formats
     compute    devices, ranks, worker pools
+    sandbox    where code completions run: backend, per-sample cgroups, and the unsafe escape hatch
 """
 
 from __future__ import annotations
@@ -250,6 +251,19 @@ class ComputeConfig(Section):
     torch_threads: int = Field(0, ge=0, description="torch intra-op threads (0: torch's default).")
 
 
+# ------------------------------------------------------------------------------------------ sandbox
+class SandboxConfig(Section):
+    backend: Literal["auto", "bwrap", "unshare", "none"] = Field(
+        "auto", description="Isolation of code completions: auto takes the strongest backend that passes its self-test (`fade verify --self-test`)."
+    )
+    unsafe: bool = Field(
+        False, description="Run code on a backend without file-system, network and per-sample state isolation (otherwise training and evaluation refuse)."
+    )
+    cgroup_parent: str | None = Field(
+        None, description="Cgroup under which per-sample cgroups are made (e.g. a delegated /user.slice/.../fade); null: found automatically."
+    )
+
+
 # ------------------------------------------------------------------------------------------- config
 class Config(Section):
     """All of fade's options. Mirrors params.yaml; see each field's description."""
@@ -263,6 +277,7 @@ class Config(Section):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
     compute: ComputeConfig = Field(default_factory=ComputeConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
