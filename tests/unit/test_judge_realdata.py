@@ -111,7 +111,6 @@ threading.Thread(target=main).start()
 """
 
 
-@pytest.mark.xfail(reason="worker joins threads: issue 13 branch", strict=False)
 def test_threaded_main_idiom() -> None:
     """10 of TACO's 1,000 test references run main() in a thread for a deep recursion stack; the
     worker must wait for it (point 5 of the issue, fixed in the sandbox worker)."""

@@ -36,7 +36,8 @@ def sb():
         ("1 2\r\n3\n", "1 2\n3", True),
         ("0.5000001\n", "0.5", True),
         ("0.51\n", "0.5", False),
-        ("1e-9", "0", True),
+        ("1e-9", "0", False),  # the expected token is an integer: exact
+        ("1e-9", "0.0", True),
         ("4", "3", False),
         ("3\n4", "3", False),
         ("", "3", False),
@@ -52,11 +53,9 @@ def test_compare_judges():
     assert compare.compare_stdout("b\na", "a\nb", "lines_unordered")[0]
     assert not compare.compare_stdout("b\na", "a\nb", "lines")[0]
     assert compare.compare_stdout("3 1 2", "1 2\n3", "tokens_unordered")[0]
-    ok, why = compare.compare_stdout("2 1", "1 2", "special")
-    assert ok and "special judge" in why
     assert compare.compare_stdout("3 \n", "3", "exact")[0]
     assert not compare.compare_stdout(" 3", "3", "exact")[0]
-    assert compare.judge_from_metadata({"special_judge": True}) == ("special", compare.DEFAULT_FLOAT_TOL)
+    assert compare.judge_from_metadata({"special_judge": True})[0] == "no_checker"
     assert compare.judge_from_metadata({"judge": "exact", "float_tol": 0.1}) == ("exact", 0.1)
     assert compare.judge_from_metadata(None)[0] == "lines"
     with pytest.raises(ValueError, match="judge"):
@@ -65,7 +64,8 @@ def test_compare_judges():
 
 def test_values_equal_is_strict_about_types():
     assert compare.values_equal((1, 2), [1, 2])
-    assert compare.values_equal([1.0000000001], [1])
+    assert not compare.values_equal([1.0000000001], [1])  # an expected int compares exactly
+    assert compare.values_equal([1.0000000001], [1.0])
     assert not compare.values_equal(True, 1)
     assert not compare.values_equal(1, True)
     assert not compare.values_equal("1", 1)
