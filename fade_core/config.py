@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -256,11 +257,15 @@ class Config(Section):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def fingerprint(self, *sections: str) -> str:
-        """Short stable hash of the given sections (all when none), for run ids and caching."""
+    def fingerprint(self, *sections: str, exclude: dict[str, Sequence[str]] | None = None) -> str:
+        """8 hex of the sha256 of the given sections (all when none) minus ``exclude`` ({section: keys}):
+        the one config hash, of run ids (fade_core.runs.run_hash) and caching."""
         d = self.to_dict()
         if sections:
             d = {s: d[s] for s in sections}
+        for section, keys in (exclude or {}).items():
+            for key in keys:
+                d[section].pop(key, None)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
 

@@ -587,7 +587,7 @@ def _pareto_note(tables: Mapping[str, pd.DataFrame], benchmark: str | None, k: i
 # ------------------------------------------------------------------------------------ all claims
 def compute_claims(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], *, arms: Mapping[str, Arm] | None = None,
                    benchmark: str | None = None) -> list[Claim]:
-    """Every claim of the study from the training records (as :func:`fade_core.aggregate.load_training_records`
+    """Every claim of the study from the training records (as :func:`fade_core.runs.load_training_records`
     stacks them: one row per run and step, ``method`` = the arm label) and the aggregated tables
     (``pass_at_k``, ``peak``, ``frontier`` of results.duckdb, see :func:`load_tables`)."""
     train = train if train is not None else pd.DataFrame()
@@ -624,7 +624,7 @@ def study_from_results(runs_dir: str | Path, results_db: str | Path, *, arms: Ma
                        ) -> tuple[list[Claim], dict[str, Path]]:
     """The claims of the runs under ``runs_dir`` (training records) and ``results_db`` (aggregated tables),
     and the sign-axis figure written to ``fig_dir`` (``{fmt: path}``; empty without sign-axis runs)."""
-    from fade_core.aggregate import load_training_records
+    from fade_core.runs import load_training_records
 
     train, _configs = load_training_records(runs_dir)
     claims = compute_claims(train, load_tables(results_db), arms=arms, benchmark=benchmark)

@@ -83,42 +83,17 @@ import torch
 
 from fade_core import advantages as adv_lib
 from fade_core import decomposition, losses, models
+from fade_core.data.prompts import prompt_text
 from fade_core.metrics import effective_rank, rank1_fraction
-from fade_core.rollout.base import RolloutBatch, build_engine
-from fade_core.rollout.hf import cache_kwarg, output_cache
+from fade_core.models import cache_kwarg, output_cache
+from fade_core.rollout import RolloutBatch, build_engine
+from fade_core.runs import STATE_FILE, MetricsLog, checkpoint_dir, list_checkpoints, run_id, run_label
 
-STATE_FILE = "trainer_state.pt"
 SEED_MOD = 2**31 - 1
 TIMING_KEYS = ("time_rollout", "time_scoring", "time_update", "time_step", "time_log", "tokens_per_s")
 
 
-# ============================================================================ identity and inputs
-def run_label(method: str, params: dict[str, Any], label: str | None = None) -> str:
-    """The method label of a run id: ``label`` when given, else ``power(alpha=2)`` / ``fade`` (Arm.describe)."""
-    from fade_core.config import Arm
-
-    return label or Arm(method=method, params=params).describe()
-
-
-RUN_HASH_SECTIONS = ("data", "model", "warmstart", "train", "rollout")
-RUN_HASH_IGNORED = ("label", "runs_dir", "checkpoint_every", "rank1_every")
-
-
-def run_hash(cfg: Any) -> str:
-    """8-hex hash of the sections that shape a run (naming and bookkeeping fields of train left out)."""
-    import hashlib
-
-    d = {s: cfg.to_dict()[s] for s in RUN_HASH_SECTIONS}
-    for key in RUN_HASH_IGNORED:
-        d["train"].pop(key, None)
-    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
-
-
-def run_id(cfg: Any) -> str:
-    """``<label>-s<seed>-<8-hex hash>`` (see :func:`run_label`, :func:`run_hash`)."""
-    return f"{run_label(cfg.train.method, cfg.train.params, cfg.train.label)}-s{cfg.train.seed}-{run_hash(cfg)}"
-
-
+# ============================================================================ inputs
 def base_model_path(cfg: Any) -> str:
     """Where the policy starts: train.base_checkpoint, else the warm-started built-in model
     (warmstart.out_dir) for ``builtin:tiny``, else model.name_or_path (a local HF folder)."""
@@ -159,13 +134,6 @@ def load_problems(cfg: Any, problems_path: str | Path | None = None, split: str 
     if not rows:
         raise ValueError(f"{path}: no problems in split {split!r} of benchmark {bench!r}")
     return rows
-
-
-def prompt_text(problem: dict[str, Any]) -> str:
-    """The text the policy is conditioned on (the evaluation stage's rule, so train and eval agree)."""
-    from fade_core.evaluate import build_prompt
-
-    return build_prompt(problem)
 
 
 class PromptSampler:
@@ -397,94 +365,6 @@ class UpdateBackend:
             self.engine.load_checkpoint(str(folder / "deepspeed"), tag="state", load_lr_scheduler_states=False)
         else:
             self.optimizer.load_state_dict(state["optimizer"])
-
-
-# ============================================================================ the record
-class MetricsLog:
-    """Per-step metrics to ``metrics.jsonl`` (one JSON object a line) and ``metrics.duckdb`` (train_steps)."""
-
-    LIST_COLUMNS = ("solve_hist",)
-    TEXT_COLUMNS = ("run_id", "method")
-    INT_COLUMNS = ("seed", "step")
-
-    def __init__(self, run_dir: Path) -> None:
-        self.jsonl = run_dir / "metrics.jsonl"
-        self.db = run_dir / "metrics.duckdb"
-        self._con: Any = None
-        self._columns: set[str] = set()
-
-    def truncate(self, last_step: int) -> None:
-        """Drop records after ``last_step`` (a resumed run re-logs the steps after its checkpoint)."""
-        if self.jsonl.exists():
-            keep = []
-            for line in self.jsonl.read_text().splitlines():
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line from the killed run
-                if int(rec.get("step", 0)) <= last_step:
-                    keep.append(line)
-            self.jsonl.write_text("".join(k + "\n" for k in keep))
-        if self.db.exists():
-            import duckdb
-
-            with duckdb.connect(str(self.db)) as con:
-                tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-                if "train_steps" in tables:
-                    con.execute("DELETE FROM train_steps WHERE step > ?", [last_step])
-
-    def _sql_type(self, key: str) -> str:
-        if key in self.LIST_COLUMNS:
-            return "INTEGER[]"
-        if key in self.TEXT_COLUMNS:
-            return "VARCHAR"
-        if key in self.INT_COLUMNS:
-            return "BIGINT"
-        return "DOUBLE"
-
-    def append(self, record: dict[str, Any]) -> None:
-        """Append one step: a JSON line (flushed) and a row of train_steps (committed)."""
-        with self.jsonl.open("a") as f:
-            f.write(json.dumps(record, allow_nan=True) + "\n")
-        con = self._connection()
-        missing = [k for k in record if k not in self._columns]
-        if missing:
-            if not self._columns:
-                cols = ", ".join(f'"{k}" {self._sql_type(k)}' for k in record)
-                con.execute(f"CREATE TABLE IF NOT EXISTS train_steps ({cols})")
-                self._columns = self._existing(con)
-            for k in [k for k in record if k not in self._columns]:
-                con.execute(f'ALTER TABLE train_steps ADD COLUMN "{k}" {self._sql_type(k)}')
-                self._columns.add(k)
-        keys = list(record)
-        names = ", ".join(f'"{k}"' for k in keys)
-        con.execute(f"INSERT INTO train_steps ({names}) VALUES ({', '.join('?' for _ in keys)})",
-                    [_sql_value(record[k]) for k in keys])
-
-    def _connection(self) -> Any:
-        """One connection for the run (readers fall back to metrics.jsonl while it holds the file)."""
-        if self._con is None:
-            import duckdb
-
-            self._con = duckdb.connect(str(self.db))
-            self._columns = self._existing(self._con)
-        return self._con
-
-    @staticmethod
-    def _existing(con: Any) -> set[str]:
-        rows = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'train_steps'").fetchall()
-        return {r[0] for r in rows}
-
-    def close(self) -> None:
-        if self._con is not None:
-            self._con.close()
-            self._con = None
-
-
-def _sql_value(v: Any) -> Any:
-    if isinstance(v, float) and not math.isfinite(v):
-        return None if math.isnan(v) else v
-    return v
 
 
 # ============================================================================ one batch of groups
@@ -976,16 +856,10 @@ class Trainer:
     # ------------------------------------------------------------------------------ checkpoints
     def checkpoint_dirs(self) -> list[tuple[int, Path]]:
         """Complete checkpoints of this run, by step."""
-        root = self.run_dir / "checkpoints"
-        out = []
-        if root.is_dir():
-            for d in root.iterdir():
-                if d.name.startswith("step-") and d.name[5:].isdigit() and (d / STATE_FILE).exists():
-                    out.append((int(d.name[5:]), d))
-        return sorted(out)
+        return list_checkpoints(self.run_dir, resumable=True)
 
     def save_checkpoint(self, step: int) -> Path:
-        final = self.run_dir / "checkpoints" / f"step-{step}"
+        final = checkpoint_dir(self.run_dir, step)
         tmp = final.with_name(final.name + ".tmp")
         if self.dist.main:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1069,8 +943,7 @@ class Trainer:
             if self.dist.main:
                 log.truncate(start)
         elif self.dist.main:
-            for stale in (log.jsonl, log.db):
-                stale.unlink(missing_ok=True)
+            log.reset()
         if self.dist.main:
             fconfig.save(self.cfg, self.run_dir / "config.yaml")
         if start == 0 and self.tcfg.kl_target_validity is not None:

@@ -19,7 +19,7 @@ import typer
 from prefect import flow
 
 from fade_core import config as fconfig
-from fade_core import evaluate as ev
+from fade_core import runs
 from flows.options import ParamsOpt, SetOpt, load_config
 from tasks import evaluate as tasks
 
@@ -54,17 +54,17 @@ def checkpoints_to_evaluate(
         raise fconfig.ConfigError(f"--arm {arm!r} is not in pipeline.arms ({', '.join(cfg.pipeline.arms)})")
     if checkpoint:
         p = Path(checkpoint)
-        if not ev.is_checkpoint(p):
+        if not runs.is_checkpoint(p):
             raise fconfig.ConfigError(f"--checkpoint {p}: not a Hugging Face checkpoint folder (config.json + weights)")
         return [str(p)]
     root = Path(cfg.train.runs_dir) / arm if arm else Path(cfg.train.runs_dir)
-    run_dirs = [Path(run)] if run else list(ev.iter_run_dirs(root))
+    run_dirs = [Path(run)] if run else list(runs.iter_run_dirs(root))
     if not run_dirs:
         raise fconfig.ConfigError(f"no run with checkpoints under {root}/ (train first, or pass --checkpoint)")
     out = []
     for d in run_dirs:
         try:
-            out += [str(p) for _, p in ev.run_checkpoints(d, cfg.eval.checkpoints)]
+            out += [str(p) for _, p in runs.run_checkpoints(d, cfg.eval.checkpoints)]
         except FileNotFoundError as e:
             raise fconfig.ConfigError(str(e)) from None
     return out

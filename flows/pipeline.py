@@ -15,7 +15,6 @@ cluster at ``pipeline.scheduler_address``.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ import typer
 from prefect import flow, get_run_logger
 
 from fade_core import config as fconfig
+from fade_core import runs as runs_lib
 from flows.options import ParamsOpt, SetOpt, load_config
 
 # `--quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
@@ -87,13 +87,6 @@ def task_runner(cfg: fconfig.Config):
     )
 
 
-def _last_record(run_dir: Path) -> dict[str, Any]:
-    """The last line of a run's metrics.jsonl ({} when there is none)."""
-    path = run_dir / "metrics.jsonl"
-    lines = path.read_text().splitlines() if path.exists() else []
-    return json.loads(lines[-1]) if lines else {}
-
-
 @flow(name="pipeline", log_prints=True)
 def pipeline(params_path: str = "params.yaml", overrides: list[str] | None = None, quick: bool = False,
              results: str = "results") -> dict[str, Any]:
@@ -147,7 +140,7 @@ def pipeline(params_path: str = "params.yaml", overrides: list[str] | None = Non
         res = fut.result()
         trained.append((arm, res))
         update_progress_artifact(progress, progress=100.0 * i / total)
-        last = res.get("last_metrics") or _last_record(Path(res["run_dir"]))  # a finished run resumed: nothing new
+        last = res.get("last_metrics") or runs_lib.last_record(Path(res["run_dir"]))  # a finished run resumed: nothing new
         log.info("trained %s seed %d -> %s (final reward %.3f)", arm, seed, res["run_dir"], last.get("reward_mean", float("nan")))
     lap("train")
 

@@ -9,6 +9,7 @@ from typing import Any
 from prefect import task
 
 from fade_core import evaluate as ev
+from fade_core import runs
 from fade_core.store import ResultsStore
 
 
@@ -43,7 +44,7 @@ def evaluate_checkpoint(
     from rich.progress import Progress
 
     tables = load_problem_tables(problem_paths, split=split, max_problems=max_problems)
-    ident = ev.identify_checkpoint(checkpoint)
+    ident = runs.identify_checkpoint(checkpoint)
     store = ResultsStore(results_dir, group=group)
     with Progress(transient=True) as bar:
         job = bar.add_task(f"evaluate {ident.run_id} step {ident.step}", total=None)

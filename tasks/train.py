@@ -12,7 +12,7 @@ from typing import Any
 from prefect import task
 
 from fade_core import config as fconfig
-from fade_core import trainer
+from fade_core import runs, trainer
 
 
 @task(name="train-rl-run")
@@ -49,7 +49,7 @@ def _launch(cfg: fconfig.Config, problems_path: str | None) -> dict[str, Any]:
         proc = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     if proc.returncode != 0:
         raise RuntimeError(f"distributed training exited with code {proc.returncode}: {' '.join(cmd)}")
-    run_dir = Path(cfg.train.runs_dir) / trainer.run_id(cfg)
-    ckpts = sorted((p for p in (run_dir / "checkpoints").glob("step-*") if p.name[5:].isdigit()), key=lambda p: int(p.name[5:]))
+    run_dir = runs.run_dir(cfg)
+    ckpts = [p for _, p in runs.list_checkpoints(run_dir)]
     return {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoints": [str(p) for p in ckpts],
             "resumed_from": None, "seconds": None, "last_metrics": {}}

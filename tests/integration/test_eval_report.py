@@ -151,7 +151,7 @@ def _countdown_scores(problems, completions, workers=None):
 
 
 def test_micro_real_evaluation(tmp_path):
-    from fade_core import countdown
+    from fade_core import countdown, runs
     from fade_core import evaluate as ev
 
     try:
@@ -170,7 +170,7 @@ def test_micro_real_evaluation(tmp_path):
     problems = pd.DataFrame(rows)
     store = ResultsStore(tmp_path / "results")
     opts = ev.SamplingOptions(max_new_tokens=8, seed=0, prompts_per_batch=2)
-    cks = ev.run_checkpoints(run_dir, "all")
+    cks = runs.run_checkpoints(run_dir, "all")
     assert [c[0].step for c in cks] == [0, 5] and cks[0][0].method == "grpo" and cks[0][0].seed == 0
     ev.evaluate_checkpoints(cks, {"countdown": problems}, 6, store, opts, score_batch=score_batch)
     first = store.read()
@@ -250,30 +250,11 @@ def test_cli_evaluate_aggregate_report(tmp_path, monkeypatch):
     assert page.count("data:image/png;base64,") == len(rep.FIGURES)
 
 
-# ------------------------------------------------------------------------------ checkpoint identity
-def test_checkpoint_identity_and_listing(tmp_path):
+# ------------------------------------------------------------------------------ problem selection
+def test_select_problems():
     from fade_core import evaluate as ev
 
-    run = tmp_path / "runs" / "power(alpha=2)-s3-0a1b2c3d"
-    for s in (100, 20):
-        d = run / "checkpoints" / f"step-{s}"
-        d.mkdir(parents=True)
-        (d / "config.json").write_text("{}")
-        (d / "model.safetensors").write_bytes(b"x")
-    (run / "checkpoints" / "step-300").mkdir()  # being written: no weights yet
-    assert [s for s, _ in ev.list_checkpoints(run)] == [20, 100]
-    assert [c.step for c, _ in ev.run_checkpoints(run, "last")] == [100]
-    ident = ev.identify_checkpoint(run / "checkpoints" / "step-20")
-    assert ident == ev.CheckpointId("power(alpha=2)-s3-0a1b2c3d", "power(alpha=2)", 3, 20)
-    base = tmp_path / "models" / "base"
-    base.mkdir(parents=True)
-    assert ev.identify_checkpoint(base) == ev.CheckpointId("base", "base", 0, 0)
-    with pytest.raises(FileNotFoundError, match="no complete checkpoints"):
-        ev.run_checkpoints(tmp_path / "runs" / "nothing")
     df = pd.DataFrame({"problem_id": ["a", "b", "c"], "split": ["train", "test", "test"]})
     assert ev.select_problems(df, split="test", max_problems=1).problem_id.tolist() == ["b"]
     with pytest.raises(ValueError, match="splits present: \\['test', 'train'\\]"):
         ev.select_problems(df, split="validation")
-    assert ev.build_prompt({"prompt": "Solve.", "kind": "code_call", "starter_code": "def f(x):"}) == "Solve.\n\ndef f(x):"
-    assert ev.build_prompt({"prompt": "def f(x):\n", "kind": "code_call", "starter_code": "def f(x):"}) == "def f(x):\n"
-    assert ev.build_prompt({"prompt": "3 5 7 -> 22: ", "kind": "expression", "starter_code": ""}) == "3 5 7 -> 22: "
