@@ -598,9 +598,7 @@ class Trainer:
             problems=list(problem_idx), local=local, batch=batch,
             gen_seconds=max(x[-2] for x in gathered), score_seconds=max(x[-1] for x in gathered), **out,
         )
-        overlong = getattr(self.adv, "overlong_penalty", None)
-        if overlong is not None:
-            groups.rewards = groups.rewards + overlong(groups.lengths, self.rcfg.max_new_tokens)
+        groups.rewards = self.adv.shape_rewards(groups.rewards, groups.lengths, self.rcfg.max_new_tokens)
         return groups
 
     def _seeds(self, step: int, round_: int, count: int) -> list[int]:
@@ -610,15 +608,16 @@ class Trainer:
         """(first sampled batch, batch to train on, sampling rounds) -- DAPO refills, others use the first."""
         p = self.tcfg.prompts_per_step
         first = self._sample_groups(self.sampler.take(p), self._seeds(step, 0, p))
-        if not getattr(self.adv, "dynamic_sampling", False):
+        keep = self.adv.keep_groups(first.rewards)
+        if keep is None:
             return first, first, 1
         kept, rounds, current = [], 1, first
         while True:
-            keep = self.adv.keep_groups(current.rewards).tolist()
-            kept.append(current.select([i for i, k in enumerate(keep) if k]))
-            if sum(len(k.problems) for k in kept) >= p or rounds >= self.adv.max_gen_batches:
+            kept.append(current.select([i for i, k in enumerate(keep.tolist()) if k]))
+            if sum(len(k.problems) for k in kept) >= p or rounds >= self.adv.max_sampling_rounds:
                 break
             current = self._sample_groups(self.sampler.take(p), self._seeds(step, rounds, p))
+            keep = self.adv.keep_groups(current.rewards)
             rounds += 1
         train = _concat_groups(kept)
         if len(train.problems) > p:
@@ -751,8 +750,9 @@ class Trainer:
         t_update = time.perf_counter()
         upd = self._update(groups, advantages, keep)
         extra = {}
-        if isinstance(self.adv, adv_lib.CodapoAdvantage) and len(groups.problems):
-            extra = self._codapo_second_update(step, groups)
+        again = self.adv.resample_groups(groups.rewards, mean_logprob=groups.mean_logprob) if groups.problems else []
+        if again:
+            extra = self._second_update(step, groups, again)
         t_done = time.perf_counter()
 
         record = self._record(step, lr, first, groups, rounds, advantages, keep, upd, extra)
@@ -762,28 +762,27 @@ class Trainer:
             record["eff_rank_step"] = effective_rank(head_now - head_before)
             record["rank1_frac"] = rank1_fraction(head_now - self.head_w0)
             record["eff_rank"] = effective_rank(head_now - self.head_w0)
-        gen_s = groups.gen_seconds + extra.get("codapo_gen_seconds", 0.0)
-        score_s = groups.score_seconds + extra.get("codapo_score_seconds", 0.0)
+        gen_s = groups.gen_seconds + extra.get("resample_gen_seconds", 0.0)
+        score_s = groups.score_seconds + extra.get("resample_score_seconds", 0.0)
         record["time_rollout"] = gen_s
         record["time_scoring"] = score_s
-        record["time_update"] = t_done - t_update - extra.get("codapo_gen_seconds", 0.0) - extra.get("codapo_score_seconds", 0.0)
+        record["time_update"] = t_done - t_update - extra.get("resample_gen_seconds", 0.0) - extra.get("resample_score_seconds", 0.0)
         record["time_step"] = time.perf_counter() - t_step
         record["tokens_per_s"] = float(groups.lengths.sum()) / max(record["time_step"], 1e-9)
         return record
 
-    def _codapo_second_update(self, step: int, groups: Groups) -> dict[str, Any]:
-        """CoDaPO: top questions by w_q, repeated, fresh rollouts, a second update."""
-        idx = self.adv.resample_indices(groups.rewards, mean_logprob=groups.mean_logprob).tolist()
-        chosen = [groups.problems[i] for i in idx for _ in range(self.adv.resample_repeats)]
+    def _second_update(self, step: int, groups: Groups, positions: list[int]) -> dict[str, Any]:
+        """Fresh rollouts of the groups at ``positions`` (Advantage.resample_groups) and a second update."""
+        chosen = [groups.problems[i] for i in positions]
         second = self._sample_groups(chosen, self._seeds(step, 1000, len(chosen)))
         adv2, keep2 = self._advantages(second)
         upd = self._update(second, adv2, keep2)
         return {
-            "codapo_resampled": len(chosen),
-            "codapo_reward": float(second.rewards.mean()),
-            "codapo_loss": upd["loss"],
-            "codapo_gen_seconds": second.gen_seconds,
-            "codapo_score_seconds": second.score_seconds,
+            "resample_groups": len(chosen),
+            "resample_reward_mean": float(second.rewards.mean()),
+            "resample_loss": upd["loss"],
+            "resample_gen_seconds": second.gen_seconds,
+            "resample_score_seconds": second.score_seconds,
         }
 
     def _record(
@@ -803,8 +802,7 @@ class Trainer:
         lengths = first.lengths.to(torch.float64)
         tokens = float(first.lengths.sum())
         adv_kept = advantages[keep] if keep.any() else torch.zeros(0, dtype=torch.float64)
-        alpha = getattr(self.adv, "alpha", None) if isinstance(self.adv, adv_lib.FadeAdvantage) else self.adv.params.get("alpha")
-        delta = getattr(self.adv, "delta", None) if isinstance(self.adv, adv_lib.FadeAdvantage) else self.adv.params.get("delta")
+        state = self.adv.state_record()
         rec: dict[str, Any] = {
             "run_id": self.run_id, "method": self.label, "seed": self.tcfg.seed, "step": step,
             "lr": lr,
@@ -823,8 +821,8 @@ class Trainer:
             "adv_abs_mean": float(adv_kept.abs().mean()) if adv_kept.numel() else math.nan,
             "kept_frac": float(keep.to(torch.float64).mean()) if keep.numel() else math.nan,
             "entropy": float(first.entropy_sum.sum() / max(tokens, 1.0)),
-            "alpha": float(alpha) if alpha is not None else math.nan,
-            "delta": float(delta) if delta is not None else math.nan,
+            "alpha": state.get("alpha", math.nan),
+            "delta": state.get("delta", math.nan),
             "len_mean": float(lengths.mean()) if lengths.numel() else math.nan,
             "len_max": float(lengths.max()) if lengths.numel() else math.nan,
             "len_min": float(lengths.min()) if lengths.numel() else math.nan,
@@ -835,10 +833,7 @@ class Trainer:
             "eps_low": self.eps_low,
             "eps_high": self.eps_high,
         }
-        if isinstance(self.adv, adv_lib.FadeAdvantage):
-            rec["p_hat"] = self.adv.p_hat
-            rec["h_hat"] = self.adv.h_hat if self.adv.h_hat is not None else math.nan
-            rec["h_target"] = self.adv.h_target if self.adv.h_target is not None else math.nan
+        rec.update({k: v for k, v in state.items() if k not in rec})
         rec.update(upd)
         rec.update({k: v for k, v in extra.items() if not k.endswith("_seconds")})
         for key in ("rank1_frac", "eff_rank", "rank1_frac_step", "eff_rank_step"):

@@ -124,7 +124,7 @@ def test_every_registered_method_trains(tmp_path: Path, base_model: Path, method
     Trainer(cfg, base_model=str(base_model), on_step=lambda s, r: recs.append(r)).train()
     assert len(recs) == 2 and all(r["optimizer_steps"] >= 1 for r in recs)
     if method == "codapo":
-        assert recs[0]["codapo_resampled"] == 4  # top 25% of 4 questions = 1, repeated 4 times
+        assert recs[0]["resample_groups"] == 4  # top 25% of 4 questions = 1, repeated 4 times
     if method == "dapo":
         assert recs[0]["sampling_rounds"] >= 1
     if method in ("nsr", "w_reinforce"):  # failures always carry weight, so the head moved: rank-1 share defined
