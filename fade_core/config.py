@@ -78,6 +78,10 @@ class DataConfig(Section):
 
 
 # -------------------------------------------------------------------------------------------- model
+BUILTIN_TINY = "builtin:tiny"
+"""model.name_or_path of the built-in tiny model (fade_core.models builds it; `fade warmstart` pre-trains it)."""
+
+
 class TinyModel(Section):
     hidden_size: int = Field(64, ge=8, description="Width of the built-in Llama-style model.")
     num_layers: int = Field(4, ge=1, description="Transformer blocks.")
@@ -87,7 +91,7 @@ class TinyModel(Section):
 
 
 class ModelConfig(Section):
-    name_or_path: str = Field("builtin:tiny", description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
+    name_or_path: str = Field(BUILTIN_TINY, description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
 

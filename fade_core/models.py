@@ -29,9 +29,10 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from fade_core.config import BUILTIN_TINY
+
 hf_logging.disable_progress_bar()  # fade draws its own progress; no per-file bars when saving checkpoints
 
-BUILTIN_TINY = "builtin:tiny"
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 CHARACTERS = "0123456789+-*() >:=\n"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -19,7 +19,7 @@ import typer
 from prefect import flow
 
 from fade_core import config as fconfig
-from fade_core import trainer
+from fade_core import plan
 from flows.options import ParamsOpt, SetOpt, load_config
 from tasks import train as tasks
 
@@ -28,7 +28,7 @@ from tasks import train as tasks
 def train(config: dict[str, Any] | None = None, problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
     """Train one RL run; return its id, folder, checkpoints and last metrics."""
     cfg = fconfig.from_dict(config or {})
-    trainer.base_model_path(cfg)  # fail early, naming what is missing
+    plan.base_model_path(cfg)  # fail early, naming what is missing
     return tasks.train_run(cfg.to_dict(), problems_path, progress)
 
 
@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         cfg = load_config(params, sets)
         try:
             configs = arm_configs(cfg, arm) if arm else [cfg.to_dict()]
-            trainer.base_model_path(cfg)
+            plan.base_model_path(cfg)
             outs = [train(c, problems_path=problems, progress=progress) for c in configs]
         except (fconfig.ConfigError, FileNotFoundError) as e:
             typer.secho(f"fade train: {e}", fg=typer.colors.RED, err=True)

@@ -12,14 +12,15 @@ from typing import Any
 from prefect import task
 
 from fade_core import config as fconfig
-from fade_core import runs, trainer
+from fade_core import runs
+from fade_core.train import Trainer, load_problems
 
 
 @task(name="train-rl-run")
 def train_run(config: dict[str, Any], problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
     """Train the run of ``config``; returns run id, run dir, checkpoints, last metrics.
 
-    compute.ranks > 1 launches ``torchrun --nproc_per_node=<ranks> -m fade_core.trainer`` (DeepSpeed when
+    compute.ranks > 1 launches ``torchrun --nproc_per_node=<ranks> -m fade_core.train`` (DeepSpeed when
     compute.deepspeed_config is set) on this node and waits for it; otherwise, or when this process is
     already one rank of a launch (env RANK set: infra/cluster/launch_*.sh run `fade train` per rank), it
     trains in this process.
@@ -27,8 +28,8 @@ def train_run(config: dict[str, Any], problems_path: str | None = None, progress
     cfg = fconfig.from_dict(config)
     if cfg.compute.ranks > 1 and "RANK" not in os.environ:  # not yet inside a torchrun/deepspeed launch
         return _launch(cfg, problems_path)
-    problems = trainer.load_problems(cfg, problems_path) if problems_path else None
-    res = trainer.Trainer(cfg, problems=problems, progress=progress).train()
+    problems = load_problems(cfg, problems_path) if problems_path else None
+    res = Trainer(cfg, problems=problems, progress=progress).train()
     return {
         "run_id": res.run_id,
         "run_dir": str(res.run_dir),
@@ -43,7 +44,7 @@ def _launch(cfg: fconfig.Config, problems_path: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg_path = fconfig.save(cfg, Path(tmp) / "config.yaml")
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={cfg.compute.ranks}",
-               "-m", "fade_core.trainer", "--config", str(cfg_path)]
+               "-m", "fade_core.train", "--config", str(cfg_path)]
         if problems_path:
             cmd += ["--problems", problems_path]
         proc = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})

@@ -18,7 +18,10 @@ import torch
 from safetensors.torch import load_file
 
 from fade_core import advantages, config, models
-from fade_core.trainer import STATE_FILE, TIMING_KEYS, Trainer, kl_coef_from_validity, run_id
+from fade_core.runs import STATE_FILE, run_id
+from fade_core.train import Trainer
+from fade_core.train.record import TIMING_KEYS
+from fade_core.train.schedules import kl_coef_from_validity
 
 MICRO_TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
@@ -98,8 +101,8 @@ def test_cov_adv_logprob_is_the_covariance_over_kept_rollouts(tmp_path: Path, ba
     seen: list[tuple[np.ndarray, np.ndarray, np.ndarray, float]] = []
 
     class Capturing(Trainer):
-        def _record(self, step, lr, first, groups, rounds, advantages, keep, upd, extra):  # type: ignore[override]
-            rec = super()._record(step, lr, first, groups, rounds, advantages, keep, upd, extra)
+        def _record(self, step, lr, first, groups, rounds, advantages, keep, upd, resample):  # type: ignore[override]
+            rec = super()._record(step, lr, first, groups, rounds, advantages, keep, upd, resample)
             seen.append((advantages.numpy().copy(), groups.mean_logprob.numpy().copy(), keep.numpy().copy(),
                          rec["cov_adv_logprob"]))
             return rec
@@ -151,7 +154,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path: Path, base_mod
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
 
     def cmd(run_dir: Path) -> list[str]:
-        return [sys.executable, "-m", "fade_core.trainer", "--config", str(cfg_path), "--base-model", str(base_model),
+        return [sys.executable, "-m", "fade_core.train", "--config", str(cfg_path), "--base-model", str(base_model),
                 "--run-dir", str(run_dir)]
 
     subprocess.run(cmd(tmp_path / "full"), check=True, env=env, capture_output=True)

@@ -10,7 +10,7 @@ import torch
 from fade_core import countdown, models
 from fade_core.rollout import RolloutBatch, build_engine
 from fade_core.rollout.hf import sample_from_logits
-from fade_core.trainer import completion_logprobs
+from fade_core.train.policy import completion_logprobs
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
