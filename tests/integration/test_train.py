@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -21,7 +20,6 @@ from fade_core import advantages, config, models
 from fade_core.runs import STATE_FILE, run_id
 from fade_core.train import Trainer
 from fade_core.train.record import TIMING_KEYS
-from fade_core.train.schedules import kl_coef_from_validity
 
 MICRO_TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
@@ -177,16 +175,6 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path: Path, base_mod
     assert all(torch.equal(a[k], b[k]) for k in a)
     with duckdb.connect(str(killed / "metrics.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*), count(DISTINCT step) FROM train_steps").fetchone() == (14, 14)
-
-
-def test_kl_coefficient_from_target_validity() -> None:
-    # beta = 1/(logit mu - logit A): the tilted optimum pi_ref e^{r/beta} has validity exactly mu
-    for a, mu in ((0.1, 0.5), (0.3, 0.9), (0.02, 0.2)):
-        beta = kl_coef_from_validity(mu, a)
-        tilted = a * math.exp(1 / beta) / (a * math.exp(1 / beta) + 1 - a)
-        assert tilted == pytest.approx(mu, rel=1e-12)
-    with pytest.raises(ValueError, match="exceed"):
-        kl_coef_from_validity(0.2, 0.5)
 
 
 def test_kl_target_validity_run_measures_base(tmp_path: Path, base_model: Path) -> None:
