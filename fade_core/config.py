@@ -253,6 +253,7 @@ class Config(Section):
     def _cross_checks(self) -> Config:
         if self.eval.n_samples < min(self.eval.ks):
             raise ValueError(f"eval.n_samples={self.eval.n_samples} is below every k in eval.ks={self.eval.ks}")
+        _check_methods(self)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -305,7 +306,10 @@ def parse_override(item: str) -> tuple[str, Any]:
 def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if not e["loc"]:  # a check across sections: its message names the keys
+            lines.append(f"  {e['msg'].removeprefix('Value error, ')}")
+            continue
+        key = ".".join(str(p) for p in e["loc"])
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -322,15 +326,14 @@ def from_dict(d: dict[str, Any], overrides: list[str] | None = None) -> Config:
         key, value = parse_override(item)
         _set_dotted(d, key, value)
     try:
-        cfg = Config.model_validate(d)
+        return Config.model_validate(d)
     except ValidationError as e:
         raise ConfigError(_format_errors(e)) from None
-    _check_methods(cfg)
-    return cfg
 
 
 def _check_methods(cfg: Config) -> None:
-    """Validate method names and parameters against the advantage registry, naming the key."""
+    """Validate method names and parameters against the advantage registry, naming the key (part of every
+    Config validation, so a config sent as a mapping, e.g. to a deployment, is checked the same way)."""
     from fade_core import advantages
 
     checks = [("train", cfg.train.method, cfg.train.params)]
@@ -339,7 +342,7 @@ def _check_methods(cfg: Config) -> None:
         try:
             advantages.build(method, **params)
         except ValueError as e:
-            raise ConfigError(f"invalid configuration:\n  {where}: {e}") from None
+            raise ValueError(f"{where}: {e}") from None
 
 
 def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Config:

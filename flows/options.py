@@ -1,4 +1,9 @@
-"""Command-line options shared by every `fade` subcommand, and the config loader they feed."""
+"""Command-line options shared by every `fade` subcommand, and the two ways a flow gets its config.
+
+Every flow takes one validated :class:`~fade_core.config.Config` (``config``). The CLI builds it once from
+``--params`` and ``--set`` (:func:`load_config`); a deployment that passes ``config: null`` gets the params.yaml
+of the worker's working directory (:func:`config_or_params`).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import typer
 
 from fade_core import config as fconfig
 
+PARAMS_FILE = "params.yaml"
 ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="params.yaml to read (missing: all defaults).")]
 SetOpt = Annotated[
     list[str] | None,
@@ -23,3 +29,14 @@ def load_config(params: Path, overrides: list[str] | None) -> fconfig.Config:
     except fconfig.ConfigError as e:
         typer.secho(f"fade: {e}", fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from None
+
+
+def config_or_params(config: fconfig.Config | None, overrides: list[str] | None = None) -> fconfig.Config:
+    """``config``, or (None: a deployment run) params.yaml of the working directory with ``overrides``."""
+    return config if config is not None else fconfig.load(PARAMS_FILE, list(overrides or []))
+
+
+def fail(command: str, error: Exception, code: int = 2) -> typer.Exit:
+    """Print ``fade <command>: <error>`` in red and return the Exit to raise (2: bad input, 1: missing input)."""
+    typer.secho(f"fade {command}: {error}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code)

@@ -31,7 +31,7 @@ def evaluate_checkpoint(
     problem_paths: dict[str, str],
     results_dir: str,
     n_samples: int,
-    sampling: dict[str, Any],
+    sampling: ev.SamplingOptions,
     *,
     split: str = "test",
     max_problems: int | None = None,
@@ -53,7 +53,7 @@ def evaluate_checkpoint(
             bar.update(job, description=f"evaluate {label}", completed=done, total=total)
 
         paths = ev.evaluate_checkpoints([(ident, Path(checkpoint))], tables, n_samples, store,
-                                        ev.SamplingOptions(**sampling), skip_existing=skip_existing,
+                                        sampling, skip_existing=skip_existing,
                                         metadata=metadata, progress=progress)
     out = []
     for p in paths:

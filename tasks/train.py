@@ -17,15 +17,15 @@ from fade_core.train import Trainer, load_problems
 
 
 @task(name="train-rl-run")
-def train_run(config: dict[str, Any], problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
-    """Train the run of ``config``; returns run id, run dir, checkpoints, last metrics.
+def train_run(config: fconfig.Config, problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
+    """Train the run of ``config`` (validated); returns run id, run dir, checkpoints, last metrics.
 
     compute.ranks > 1 launches ``torchrun --nproc_per_node=<ranks> -m fade_core.train`` (DeepSpeed when
     compute.deepspeed_config is set) on this node and waits for it; otherwise, or when this process is
     already one rank of a launch (env RANK set: infra/cluster/launch_*.sh run `fade train` per rank), it
     trains in this process.
     """
-    cfg = fconfig.from_dict(config)
+    cfg = config
     if cfg.compute.ranks > 1 and "RANK" not in os.environ:  # not yet inside a torchrun/deepspeed launch
         return _launch(cfg, problems_path)
     problems = load_problems(cfg, problems_path) if problems_path else None
