@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fade_core import config as fconfig  # noqa: E402
-from fade_core import countdown, models  # noqa: E402
+from fade_core import countdown_task, models  # noqa: E402
 from fade_core.train import Trainer, load_problems  # noqa: E402
 
 PROMPTS, GROUP, NEW_TOKENS, LR = 32, 16, 10, 1e-6
@@ -142,7 +142,7 @@ def bench_floor(base: str, steps: int, warmup: int, sampler: str = "generate") -
 
     model, tok = models.load(base)
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
-    prompts = [p.prompt for p in countdown.generate(PROMPTS, seed=123)]
+    prompts = [p.prompt for p in countdown_task.generate(PROMPTS, seed=123)]
     enc = tok([p for p in prompts for _ in range(GROUP)], return_tensors="pt", padding=True)
     engine = build_engine("hf", model, tok)
 

@@ -47,14 +47,10 @@ MIN_PREDICTIVE_R = 0.3
 """The drift prediction "predicts" the measured entropy change when the mean per-run Pearson r exceeds
 this (and its spread over runs); clearly below it, it does not."""
 
-# training-record columns (first present with values wins)
-ENTROPY_COLS = ("entropy", "entropy_mean", "mean_entropy")
-M_S_COLS = ("m_s", "m_S")
-M_F_COLS = ("m_f", "m_F")
-RANK1_COLS = ("rank1_frac", "rank1_fraction")
-LR_COLS = ("lr",)
-ZERO_VAR_COLS = ("zero_var_frac",)
-COV_COLS = ("cov_adv_logprob", "adv_logprob_cov")
+# the training-record columns the claims read, by the names fade_core.train.record writes
+ENTROPY, M_S, M_F, RANK1, LR, ZERO_VAR, COV = (
+    "entropy", "m_s", "m_f", "rank1_frac", "lr", "zero_var_frac", "cov_adv_logprob")
+RECORD_COLUMNS = (ENTROPY, M_S, M_F, RANK1, LR, ZERO_VAR, COV)
 
 
 # ========================================================================================= claims
@@ -127,11 +123,10 @@ def _fmt(mean: float, sd: float, n: int, digits: int = 3) -> str:
     return f"{mean:.{digits}g}{sd_s} (n={n})"
 
 
-def first_column(df: pd.DataFrame, candidates: Sequence[str]) -> str | None:
-    """The first of ``candidates`` that is a column of ``df`` with at least one finite value."""
-    for c in candidates:
-        if c in df.columns and pd.to_numeric(df[c], errors="coerce").notna().any():
-            return c
+def logged(df: pd.DataFrame, column: str) -> str | None:
+    """``column`` when ``df`` has it with at least one finite value (the runs logged it), else None."""
+    if column in df.columns and pd.to_numeric(df[column], errors="coerce").notna().any():
+        return column
     return None
 
 
@@ -186,10 +181,10 @@ def claim_entropy_collapse(train: pd.DataFrame) -> Claim:
     statement = "Success-biased weights (m_S > m_F) collapse entropy faster than failure-biased ones."
     source = "paper"
     succ, fail = SIGN_AXIS[2.0], SIGN_AXIS[0.5]
-    col = first_column(train, ENTROPY_COLS) if not train.empty else None
+    col = logged(train, ENTROPY) if not train.empty else None
     if col is None:
         return _missing(cid, axis, statement, source, "no entropy column in the training records "
-                        f"(looked for {', '.join(ENTROPY_COLS)})")
+                        f"(no column {ENTROPY})")
     absent = _has_arms(train, [succ, fail])
     if absent:
         return _missing(cid, axis, statement, source, f"no training records of arm(s) {', '.join(absent)}")
@@ -208,7 +203,7 @@ def claim_entropy_collapse(train: pd.DataFrame) -> Claim:
 
 
 def _mass_summary(train: pd.DataFrame, labels: Sequence[str]) -> str:
-    ms, mf = first_column(train, M_S_COLS), first_column(train, M_F_COLS)
+    ms, mf = logged(train, M_S), logged(train, M_F)
     if ms is None or mf is None:
         return ""
     out = []
@@ -227,7 +222,7 @@ def claim_rank1_funnel(train: pd.DataFrame) -> Claim:
                  "(paper, Qwen2.5-7B: 96% for AsymGRPO delta=0.5).")
     source = "paper"
     succ, fail = SIGN_AXIS[2.0], SIGN_AXIS[0.5]
-    col = first_column(train, RANK1_COLS) if not train.empty else None
+    col = logged(train, RANK1) if not train.empty else None
     if col is None:
         return _missing(cid, axis, statement, source, "no rank-1 fraction in the training records (the trainer logs "
                         "rank1_frac every train.rank1_every steps: no run reached that step, or every update of "
@@ -280,9 +275,9 @@ def claim_entropy_drift(train: pd.DataFrame) -> Claim:
     source = "paper"
     if train.empty:
         return _missing(cid, axis, statement, source, "no training records")
-    cols = {"entropy": first_column(train, ENTROPY_COLS), "lr": first_column(train, LR_COLS),
-            "m_s": first_column(train, M_S_COLS), "m_f": first_column(train, M_F_COLS),
-            "cov": first_column(train, COV_COLS)}
+    cols = {"entropy": logged(train, ENTROPY), "lr": logged(train, LR),
+            "m_s": logged(train, M_S), "m_f": logged(train, M_F),
+            "cov": logged(train, COV)}
     need = [k for k in ("entropy", "lr", "m_s", "m_f") if cols[k] is None]
     if need:
         return _missing(cid, axis, statement, source, f"the training records lack {', '.join(need)}: no drift computable")
@@ -318,7 +313,7 @@ def claim_entropy_drift(train: pd.DataFrame) -> Claim:
     values = {"r_per_run": rs, "mean_r": mean_r, "sd_r": sd_r, "sign_agreement": signs, "pooled_slope": slope,
               "covariance_logged": full}
     if not full:
-        reason = (f"Cov(A, log pi) is not in the training records (no column {' / '.join(COV_COLS)}): the trainer logs "
+        reason = (f"Cov(A, log pi) is not in the training records (no column {COV}): the trainer logs "
                   "the entropy, lr, m_S and m_F of each step but not the covariance of the advantages with the "
                   "rollouts' log-probabilities, so only the sign term is correlated with the measured change")
         if n_r == 0:
@@ -404,7 +399,7 @@ def claims_difficulty(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], b
     cid, source, hi = "difficulty_signal", "study hypothesis (the framework predicts no direction here)", DIFFICULTY_AXIS[3.0]
     statement = ("Higher alpha keeps more prompts with signal per batch (1 - share of zero-variance groups) "
                  "than alpha = 1.")
-    col = first_column(train, ZERO_VAR_COLS) if not train.empty else None
+    col = logged(train, ZERO_VAR) if not train.empty else None
     if col is None:
         out.append(_missing(cid, axis, statement, source, "no zero_var_frac in the training records"))
         return out

@@ -112,7 +112,7 @@ class WarmstartConfig(Section):
 # -------------------------------------------------------------------------------------------- train
 class TrainConfig(Section):
     benchmark: str = Field("countdown", description="Prepared benchmark to train on (split 'train' of data/problems/<name>.parquet).")
-    label: str | None = Field(None, description="Name of the run in run ids and tables (default: method(params), e.g. power(alpha=2)).")
+    label: str | None = Field(None, description="Name of the run in run ids and tables (default: the advantage's label, e.g. power(alpha=3)).")
     method: str = Field("fade", description="Advantage method, a name of fade_core.advantages.names().")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the method (alpha, delta, k, ...).")
     seed: int = Field(0, description="Seed of this run.")
@@ -181,10 +181,13 @@ class Arm(Section):
     method: str = Field(..., description="Advantage method name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
-    def describe(self) -> str:
-        if not self.params:
-            return self.method
-        return self.method + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+    @property
+    def label(self) -> str:
+        """The arm's one label, the advantage's (:attr:`fade_core.advantages.Advantage.label`): ``power(alpha=3)``,
+        parameters at their defaults omitted (``power`` for alpha = 2)."""
+        from fade_core import advantages
+
+        return advantages.build(self.method, **self.params).label
 
 
 class PipelineConfig(Section):
@@ -369,7 +372,8 @@ def save(cfg: Config, path: str | Path) -> Path:
 
 
 def render_yaml(cfg: Config) -> str:
-    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment."""
+    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment, and
+    under ``train.params`` and ``pipeline.arms`` the parameters of the methods in use (advantages.describe)."""
     lines: list[str] = [
         "# fade parameters: one section per pipeline stage. Every key is documented here and validated",
         "# by fade_core.config.Config; `fade params --set KEY=VALUE` shows the resolved result.",
@@ -377,6 +381,13 @@ def render_yaml(cfg: Config) -> str:
 
     def scalar(v: Any) -> str:
         return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+    def method_help(methods: list[str], pad: str) -> None:
+        """The parameters of ``methods`` with their defaults, rules and help (advantages.describe), as comments."""
+        from fade_core import advantages
+
+        for method in dict.fromkeys(methods):
+            lines.extend(f"{pad}# {line}" for line in advantages.describe(method).splitlines())
 
     def walk(model: BaseModel, indent: int) -> None:
         for name, field in type(model).model_fields.items():
@@ -393,10 +404,14 @@ def render_yaml(cfg: Config) -> str:
                 for key, item in value.items():
                     d = {k: v for k, v in item.model_dump(mode="json").items() if v not in (None, {})}
                     lines.append(f"{pad}  {key}: {scalar(d)}")
+                if isinstance(model, PipelineConfig):  # the parameters each arm's method accepts
+                    method_help([a.method for a in value.values() if a.method != cfg.train.method], pad + "  ")
             else:
                 if isinstance(value, BaseModel):
                     value = value.model_dump(mode="json")
                 lines.append(f"{pad}{name}: {scalar(value)}{help_}")
+                if isinstance(model, TrainConfig) and name == "params":  # what train.method accepts
+                    method_help([model.method], pad + "  ")
 
     walk(cfg, 0)
     return "\n".join(lines) + "\n"

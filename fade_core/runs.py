@@ -46,10 +46,10 @@ RUN_HASH_IGNORED = ("label", "runs_dir", "checkpoint_every", "rank1_every")
 
 # ============================================================================ identity
 def run_label(method: str, params: dict[str, Any], label: str | None = None) -> str:
-    """The method label of a run id: ``label`` when given, else the arm's label (:meth:`Arm.describe`)."""
-    from fade_core.config import Arm
+    """The method label of a run id: ``label`` when given, else the advantage's label (defaults omitted)."""
+    from fade_core import advantages
 
-    return label or Arm(method=method, params=params).describe()
+    return label or advantages.build(method, **params).label
 
 
 def run_hash(cfg: Any) -> str:

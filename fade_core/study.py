@@ -38,23 +38,23 @@ from fade_core.claims import (
     ABLATION_FIXED_ALPHA,
     ABLATION_FIXED_DELTA,
     AGREES,
-    COV_COLS,
+    COV,
     DIFFICULTY_AXIS,
     DISAGREES,
-    ENTROPY_COLS,
+    ENTROPY,
     INCONCLUSIVE,
-    LR_COLS,
-    M_F_COLS,
-    M_S_COLS,
-    RANK1_COLS,
+    LR,
+    M_F,
+    M_S,
+    RANK1,
     SIGN_AXIS,
     Claim,
     _jsonable,
     compute_claims,
     drift_pairs,
     entropy_slope,
-    first_column,
     last_value,
+    logged,
     per_run,
 )
 from fade_core.config import Arm
@@ -149,7 +149,7 @@ def fig_sign_axis(train: pd.DataFrame) -> Any:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
-    ent, r1 = first_column(train, ENTROPY_COLS), first_column(train, RANK1_COLS)
+    ent, r1 = logged(train, ENTROPY), logged(train, RANK1)
     for ax, col, fn, ylabel in ((axes[0], ent, entropy_slope, "entropy slope (nats / 100 steps)"),
                                 (axes[1], r1, last_value, "final rank-1 fraction of dW (head)")):
         ax.set_xlabel("AsymGRPO delta (m_F = m_S / delta)")
@@ -165,8 +165,8 @@ def fig_sign_axis(train: pd.DataFrame) -> Any:
                             fmt="_", color="k", markersize=18, capsize=4)
         ax.set_xticks(range(len(SIGN_AXIS)), [f"{d:g}" for d in SIGN_AXIS])
     ax = axes[2]
-    cols = {"entropy": ent, "lr": first_column(train, LR_COLS), "m_s": first_column(train, M_S_COLS),
-            "m_f": first_column(train, M_F_COLS), "cov": first_column(train, COV_COLS)}
+    cols = {"entropy": ent, "lr": logged(train, LR), "m_s": logged(train, M_S),
+            "m_f": logged(train, M_F), "cov": logged(train, COV)}
     key = "predicted" if cols["cov"] is not None else "sign_term"
     ax.set_xlabel("predicted dH" + ("" if key == "predicted" else " (sign term only: Cov not logged)"))
     ax.set_ylabel("measured H[t+1] - H[t]")
@@ -279,7 +279,7 @@ def render_study_md(
     if n_samples:
         lines.append(f"- evaluation samples per problem: {n_samples}")
     if arms:
-        lines.append("- arms: " + ", ".join(f"`{k}` = {a.describe()}" for k, a in arms.items()))
+        lines.append("- arms: " + ", ".join(f"`{k}` = {a.label}" for k, a in arms.items()))
         lines.append("- budget: every arm trains the same number of steps, prompts per step and rollouts per prompt; "
                      "per step, codapo also updates a second time on fresh rollouts of resampled prompts and dapo "
                      "samples more prompts to replace groups without signal, so those two use more rollouts")

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fade_core import countdown
+from fade_core import countdown_task as countdown
 
 KINDS = ("code_stdio", "code_call", "math", "expression")
 MATH_TIMEOUT_S = 10.0

@@ -506,10 +506,11 @@ def method(name: str) -> Method:
 
 
 def describe(name: str) -> str:
-    """One line per parameter: name, default, rule, help."""
+    """The method's summary, then one line per parameter: name, default (null: None), rule, help. ``fade params``
+    and params.yaml show it under ``train.params`` and ``pipeline.arms``."""
     m = method(name)
     lines = [f"{m.name}: {m.summary}"]
-    lines += [f"  {p.name} = {p.default!r}  ({p.rule}) {p.help}" for p in m.params]
+    lines += [f"  {p.name} = {'null' if p.default is None else repr(p.default)}  ({p.rule}) {p.help}" for p in m.params]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fade_core.countdown import CountdownProblem, generate
+from fade_core.countdown_task import CountdownProblem, generate
 from fade_core.data.schema import LoadResult, OnBadRows, Origin, build_table
 
 BENCHMARK = "countdown"

@@ -68,10 +68,10 @@ def write_synthetic_runs(root: Path, seeds=(0, 1), problems: int = 24, n: int = 
                 p = solve_rate(label, step, seed, 0.5)
                 ent = 1.2 * np.exp(-step / (400 if adv == "fade" else 150)) + 0.05 * rng.random()
                 rec = {"step": step, "method": label, "seed": seed, "run_id": run_id, "reward_mean": p, "entropy": ent,
-                       "m_S": p * (1 - p) * (1.2 if adv != "fade" else 1.0), "m_F": p * (1 - p) * (0.9 if adv != "fade" else 1.3),
+                       "m_s": p * (1 - p) * (1.2 if adv != "fade" else 1.0), "m_f": p * (1 - p) * (0.9 if adv != "fade" else 1.3),
                        "solve_rate_hist": [1, 2, 3]}
                 if step % 10 == 0:
-                    rec["rank1_fraction"] = min(0.95, 0.3 + step / 400 + 0.05 * rng.random())
+                    rec["rank1_frac"] = min(0.95, 0.3 + step / 400 + 0.05 * rng.random())
                 if adv == "fade":
                     rec["alpha"] = float(np.clip(3 * (1 - p) / (2 * p), 1, 3))
                     rec["delta"] = float(np.clip(1 + ent - 1.0, 0.3, 1))
@@ -118,7 +118,7 @@ def test_synthetic_aggregate_and_report(tmp_path):
 
         acc = EventAccumulator(str(Path(out["tensorboard"]) / "fade-s0-1234abcd")).Reload()
         tags = acc.Tags()["scalars"]
-        assert {"train/entropy", "train/alpha", "train/m_S", "eval/countdown/pass@1"} <= set(tags)
+        assert {"train/entropy", "train/alpha", "train/m_s", "eval/countdown/pass@1"} <= set(tags)
         assert len(acc.Scalars("train/entropy")) == STEPS[-1] and len(acc.Scalars("eval/countdown/pass@1")) == len(STEPS)
     for name in ("pass_at_k_vs_step", "frontier", "train_curves"):
         assert (results / "plots" / f"{name}.csv").exists()
@@ -137,21 +137,21 @@ def _tiny_checkpoint(run_dir: Path, steps: list[int]) -> None:
 
 
 def _countdown_scores(problems, completions, workers=None):
-    """Used only while fade_core.verifiers does not exist: countdown.check, in the verifier's Score shape."""
+    """Used only while fade_core.verifiers does not exist: countdown_task.check, in the verifier's Score shape."""
     from types import SimpleNamespace
 
-    from fade_core import countdown
+    from fade_core import countdown_task
 
     out = []
     for p, text in zip(problems, completions, strict=True):
         meta = json.loads(p["metadata"])
-        ok, status = countdown.check(text, meta["numbers"], meta["target"])
+        ok, status = countdown_task.check(text, meta["numbers"], meta["target"])
         out.append(SimpleNamespace(passed=ok, reward=float(ok), status=status or ("passed" if ok else "wrong")))
     return out
 
 
 def test_micro_real_evaluation(tmp_path):
-    from fade_core import countdown, runs
+    from fade_core import countdown_task, runs
     from fade_core import evaluate as ev
 
     try:
@@ -161,7 +161,7 @@ def test_micro_real_evaluation(tmp_path):
 
     run_dir = tmp_path / "runs" / "grpo-s0-0badc0de"
     _tiny_checkpoint(run_dir, [0, 5])
-    probs = countdown.generate(4, num_numbers=3, max_number=9, min_solutions=2, seed=0)
+    probs = countdown_task.generate(4, num_numbers=3, max_number=9, min_solutions=2, seed=0)
     rows = [dict(problem_id=f"countdown/test/{i}", benchmark="countdown", split="test", kind="expression",
                  prompt=p.prompt, starter_code="", fn_name=None, tests="[]", answer=str(p.target), difficulty=str(p.difficulty),
                  difficulty_level="easy", contest_date=None, source="builtin",
@@ -187,9 +187,9 @@ def test_micro_real_evaluation(tmp_path):
 
 # ------------------------------------------------------------------------------------- CLI + flows
 def _problems_parquet(path: Path, count: int = 3) -> None:
-    from fade_core import countdown
+    from fade_core import countdown_task
 
-    probs = countdown.generate(count, num_numbers=3, max_number=9, min_solutions=2, seed=1)
+    probs = countdown_task.generate(count, num_numbers=3, max_number=9, min_solutions=2, seed=1)
     rows = [dict(problem_id=f"countdown/test/{i}", benchmark="countdown", split="test", kind="expression",
                  prompt=p.prompt, starter_code="", fn_name=None, tests="[]", answer=str(p.target),
                  difficulty=f"{p.difficulty:.3f}", difficulty_level="medium", contest_date=None, source="builtin",

@@ -218,9 +218,9 @@ def tiny() -> tuple[torch.nn.Module, object]:
 
 def test_batch_logprobs_are_the_masked_completion_logprobs(tiny) -> None:
     model, tok = tiny
-    from fade_core import countdown
+    from fade_core import countdown_task
 
-    batch = build_engine("hf", model, tok).generate([p.prompt for p in countdown.generate(3, seed=1)], 3,
+    batch = build_engine("hf", model, tok).generate([p.prompt for p in countdown_task.generate(3, seed=1)], 3,
                                                     max_new_tokens=5, seed=2)
     got = batch_logprobs(model, batch, pad_id=tok.pad_token_id, temperature=1.0)
     with torch.no_grad():
@@ -269,3 +269,14 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_rng(tmp_path: Path
     assert torch.equal(draw[0], expect_draw[0]) and np.array_equal(draw[1], expect_draw[1])
     reloaded, _ = models.load(final)  # and the policy is a plain HF folder
     assert torch.equal(models.output_head(reloaded), models.output_head(model))
+
+
+def test_report_and_claims_read_the_names_the_record_writes() -> None:
+    """One name per metric: every training-record column the report draws and the claims read is a key of
+    the trainer's step record (no alias tables between them)."""
+    from fade_core import claims, report
+
+    groups = single_rank_groups([[1.0, 0.0], [0.0, 0.0]], [[1, 2], [3, 1]], [7, 8])
+    written = set(_record(groups, "fade"))
+    assert set(report.TRAIN_METRICS) <= written, set(report.TRAIN_METRICS) - written
+    assert set(claims.RECORD_COLUMNS) <= written, set(claims.RECORD_COLUMNS) - written
