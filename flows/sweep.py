@@ -81,7 +81,7 @@ def sweep(config: fconfig.Config | None = None, methods: list[str] | None = None
     (None: params.yaml with :data:`SWEEP_DEFAULTS`)."""
     cfg = sweep_config(config_or_params(config, SWEEP_DEFAULTS), methods, seeds, grid, results)
     out = compare(cfg, cached=True, extra_tags=("fade-sweep", cfg.pipeline.name))
-    return {"arms": list(cfg.pipeline.arms), "runs": len(out["runs"]), **out}
+    return {**out, "arms": list(cfg.pipeline.arms), "run_dirs": out["runs"], "runs": len(out["runs"])}
 
 
 def register(app: typer.Typer) -> None:
