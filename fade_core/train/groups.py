@@ -25,10 +25,11 @@ def local_share(num_groups: int, dist: Dist) -> list[int]:
 
 @dataclass
 class Groups:
-    """A batch of groups: global problem indices and, for this rank's share, the rollouts.
+    """A batch of P groups of G rollouts: the whole batch's statistics and this rank's share of the rollouts.
 
-    global_* fields hold the whole batch (all ranks), in global group order; ``local`` lists the global
-    positions of this rank's groups, in the order of ``batch``'s prompts.
+    ``problems`` and the [P, G] tensors hold the whole batch (every rank's groups), in global group order;
+    ``local`` lists the global positions of this rank's groups, in the order of ``batch``'s prompts (its
+    rollouts: token ids, log-probs, masks). Timings are seconds of the sampling rounds that made it.
     """
 
     problems: list[int]
