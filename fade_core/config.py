@@ -183,8 +183,8 @@ class Arm(Section):
 
     @property
     def label(self) -> str:
-        """The arm's one label, the advantage's (:attr:`fade_core.advantages.Advantage.label`): ``power(alpha=3)``,
-        parameters at their defaults omitted (``power`` for alpha = 2)."""
+        """The arm's one label, the advantage's (:attr:`fade_core.advantages.Advantage.label`): the method and the
+        parameters the arm sets, e.g. ``power(alpha=2)``."""
         from fade_core import advantages
 
         return advantages.build(self.method, **self.params).label

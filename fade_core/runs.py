@@ -46,7 +46,8 @@ RUN_HASH_IGNORED = ("label", "runs_dir", "checkpoint_every", "rank1_every")
 
 # ============================================================================ identity
 def run_label(method: str, params: dict[str, Any], label: str | None = None) -> str:
-    """The method label of a run id: ``label`` when given, else the advantage's label (defaults omitted)."""
+    """The method label of a run id: ``label`` when given, else the advantage's label (the method and the
+    parameters the config sets, e.g. ``power(alpha=3)``)."""
     from fade_core import advantages
 
     return label or advantages.build(method, **params).label

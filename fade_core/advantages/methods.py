@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,10 +153,11 @@ class Advantage:
     max_sampling_rounds: int = 1
     """Sampling rounds per step the trainer may use to refill groups that :meth:`keep_groups` drops."""
 
-    def __init__(self, method: Method, params: dict[str, Any]):
+    def __init__(self, method: Method, params: dict[str, Any], given: Sequence[str] = ()):
         self.method = method
         self.name = method.name
         self.params = params
+        self.given = tuple(given)  # the parameters the caller set (the label shows them)
 
     # -- computing
     def __call__(self, rewards: Tensor, **context: Tensor) -> Tensor:
@@ -250,8 +251,10 @@ class Advantage:
 
     @property
     def label(self) -> str:
-        """Display name, e.g. ``power(alpha=2)`` (defaults omitted)."""
-        shown = {p.name: self.params[p.name] for p in self.method.params if self.params[p.name] != p.default}
+        """The method's one label (of run ids, arms, figures): its name and the parameters it was given, in
+        the registry's order with canonical values: ``power``, ``power(alpha=2)``, ``asym_grpo(delta=0.5)``.
+        Like the run hash, it follows what the config says; parameters left to their defaults are not shown."""
+        shown = {p.name: self.params[p.name] for p in self.method.params if p.name in self.given}
         if not shown:
             return self.name
         return self.name + "(" + ",".join(f"{k}={_fmt(v)}" for k, v in shown.items()) + ")"
@@ -288,8 +291,8 @@ class DapoAdvantage(Advantage):
 
     loss_agg = "token-mean"
 
-    def __init__(self, method: Method, params: dict[str, Any]):
-        super().__init__(method, params)
+    def __init__(self, method: Method, params: dict[str, Any], given: Sequence[str] = ()):
+        super().__init__(method, params, given)
         self.eps_low = params["eps_low"]
         self.eps_high = params["eps_high"]
         self.max_gen_batches = params["max_gen_batches"]
@@ -351,8 +354,8 @@ class FadeAdvantage(Advantage):
     Ablations: ``fixed_alpha`` (no difficulty schedule), ``fixed_delta`` (no entropy schedule).
     """
 
-    def __init__(self, method: Method, params: dict[str, Any]):
-        super().__init__(method, params)
+    def __init__(self, method: Method, params: dict[str, Any], given: Sequence[str] = ()):
+        super().__init__(method, params, given)
         self.p_hat: float = params["p_init"]
         self.h_hat: float | None = None
         target = params["target_entropy"]
@@ -533,4 +536,4 @@ def build(name: str, **params: Any) -> Advantage:
         except ValueError as e:
             raise ValueError(f"{name}: {e} (valid: {p.rule})") from None
     cls = m.cls or Advantage
-    return cls(m, resolved)
+    return cls(m, resolved, given=list(params))

@@ -88,10 +88,10 @@ def test_warmstart_and_train_commands(tmp_path: Path, monkeypatch: pytest.Monkey
     out = runner.invoke(app, ["warmstart", "--no-progress", *sets])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "models/base/checkpoints/step-30/config.json").exists()
-    out = runner.invoke(app, ["train", "--method", "power", "--set", "train.params.alpha=3", "--no-progress", *sets])
+    out = runner.invoke(app, ["train", "--method", "power", "--set", "train.params.alpha=2", "--no-progress", *sets])
     assert out.exit_code == 0, out.output
     runs = list((tmp_path / "runs").iterdir())
-    assert len(runs) == 1 and runs[0].name.startswith("power(alpha=3)-s0-")
+    assert len(runs) == 1 and runs[0].name.startswith("power(alpha=2)-s0-")
     assert (runs[0] / "checkpoints/step-2/model.safetensors").exists()
     bad = runner.invoke(app, ["train", "--method", "nope", *sets])
     assert bad.exit_code == 2 and "nope" in bad.output

@@ -449,7 +449,7 @@ def test_config_default_arms_build_cheaply():
     for name, params in [("fade", {}), ("grpo", {}), ("dr_grpo", {}), ("power", {"alpha": 2})]:
         adv = A.build(name, **params)
         assert adv.name == name
-    assert A.build("power", alpha=2).label == "power"  # default alpha is the paper's 2
+    assert A.build("power").label == "power" and A.build("power", alpha=2).label == "power(alpha=2)"
     assert A.build("power", alpha=3).label == "power(alpha=3)"
     from fade_core import config
 

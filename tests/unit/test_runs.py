@@ -118,12 +118,15 @@ def test_metrics_jsonl_reader_skips_a_torn_last_line_and_names_a_bad_one(tmp_pat
 
 
 def test_one_label_per_arm() -> None:
-    """An arm, a run without train.label and the advantage have one label (defaults omitted)."""
+    """An arm, a run without train.label and the advantage have one label: the method and the parameters
+    the config sets (registry order, canonical values), as the run hash follows what the config says."""
     from fade_core import advantages
 
-    for method, params, label in (("power", {}, "power"), ("power", {"alpha": 2}, "power"),
-                                  ("power", {"alpha": 2.0}, "power"), ("power", {"alpha": 3}, "power(alpha=3)"),
-                                  ("asym_grpo", {"delta": 0.5}, "asym_grpo"), ("fade", {"fixed_alpha": 2}, "fade(fixed_alpha=2)")):
+    for method, params, label in (("power", {}, "power"), ("power", {"alpha": 2}, "power(alpha=2)"),
+                                  ("power", {"alpha": 2.0}, "power(alpha=2)"), ("power", {"alpha": 3}, "power(alpha=3)"),
+                                  ("asym_grpo", {"delta": 0.5}, "asym_grpo(delta=0.5)"),
+                                  ("power_asym", {"delta": 2, "alpha": 3}, "power_asym(alpha=3,delta=2)"),
+                                  ("fade", {"fixed_alpha": 2}, "fade(fixed_alpha=2)")):
         assert config.Arm(method=method, params=params).label == label
         assert runs.run_label(method, params) == label == advantages.build(method, **params).label
     cfg = config.load(None, ["train.method=power", "train.params.alpha=3"])
