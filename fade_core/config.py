@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,6 +99,10 @@ class DataConfig(Section):
 
 
 # -------------------------------------------------------------------------------------------- model
+BUILTIN_TINY = "builtin:tiny"
+"""model.name_or_path of the built-in tiny model (fade_core.models builds it; `fade warmstart` pre-trains it)."""
+
+
 class TinyModel(Section):
     hidden_size: int = Field(64, ge=8, description="Width of the built-in Llama-style model.")
     num_layers: int = Field(4, ge=1, description="Transformer blocks.")
@@ -107,7 +112,7 @@ class TinyModel(Section):
 
 
 class ModelConfig(Section):
-    name_or_path: str = Field("builtin:tiny", description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
+    name_or_path: str = Field(BUILTIN_TINY, description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
 
@@ -128,7 +133,7 @@ class WarmstartConfig(Section):
 # -------------------------------------------------------------------------------------------- train
 class TrainConfig(Section):
     benchmark: str = Field("countdown", description="Prepared benchmark to train on (split 'train' of data/problems/<name>.parquet).")
-    label: str | None = Field(None, description="Name of the run in run ids and tables (default: method(params), e.g. power(alpha=2)).")
+    label: str | None = Field(None, description="Name of the run in run ids and tables (default: the advantage's label, e.g. power(alpha=3)).")
     method: str = Field("fade", description="Advantage method, a name of fade_core.advantages.names().")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the method (alpha, delta, k, ...).")
     seed: int = Field(0, description="Seed of this run.")
@@ -197,10 +202,13 @@ class Arm(Section):
     method: str = Field(..., description="Advantage method name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
-    def describe(self) -> str:
-        if not self.params:
-            return self.method
-        return self.method + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+    @property
+    def label(self) -> str:
+        """The arm's one label, the advantage's (:attr:`fade_core.advantages.Advantage.label`): the method and the
+        parameters the arm sets, e.g. ``power(alpha=2)``."""
+        from fade_core import advantages
+
+        return advantages.build(self.method, **self.params).label
 
 
 class PipelineConfig(Section):
@@ -283,6 +291,7 @@ class Config(Section):
     def _cross_checks(self) -> Config:
         if self.eval.n_samples < min(self.eval.ks):
             raise ValueError(f"eval.n_samples={self.eval.n_samples} is below every k in eval.ks={self.eval.ks}")
+        _check_methods(self)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -291,11 +300,15 @@ class Config(Section):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def fingerprint(self, *sections: str) -> str:
-        """Short stable hash of the given sections (all when none), for run ids and caching."""
+    def fingerprint(self, *sections: str, exclude: dict[str, Sequence[str]] | None = None) -> str:
+        """8 hex of the sha256 of the given sections (all when none) minus ``exclude`` ({section: keys}):
+        the one config hash, of run ids (fade_core.runs.run_hash) and caching."""
         d = self.to_dict()
         if sections:
             d = {s: d[s] for s in sections}
+        for section, keys in (exclude or {}).items():
+            for key in keys:
+                d[section].pop(key, None)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
 
@@ -331,7 +344,10 @@ def parse_override(item: str) -> tuple[str, Any]:
 def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if not e["loc"]:  # a check across sections: its message names the keys
+            lines.append(f"  {e['msg'].removeprefix('Value error, ')}")
+            continue
+        key = ".".join(str(p) for p in e["loc"])
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -348,15 +364,14 @@ def from_dict(d: dict[str, Any], overrides: list[str] | None = None) -> Config:
         key, value = parse_override(item)
         _set_dotted(d, key, value)
     try:
-        cfg = Config.model_validate(d)
+        return Config.model_validate(d)
     except ValidationError as e:
         raise ConfigError(_format_errors(e)) from None
-    _check_methods(cfg)
-    return cfg
 
 
 def _check_methods(cfg: Config) -> None:
-    """Validate method names and parameters against the advantage registry, naming the key."""
+    """Validate method names and parameters against the advantage registry, naming the key (part of every
+    Config validation, so a config sent as a mapping, e.g. to a deployment, is checked the same way)."""
     from fade_core import advantages
 
     checks = [("train", cfg.train.method, cfg.train.params)]
@@ -365,7 +380,7 @@ def _check_methods(cfg: Config) -> None:
         try:
             advantages.build(method, **params)
         except ValueError as e:
-            raise ConfigError(f"invalid configuration:\n  {where}: {e}") from None
+            raise ValueError(f"{where}: {e}") from None
 
 
 def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Config:
@@ -392,7 +407,8 @@ def save(cfg: Config, path: str | Path) -> Path:
 
 
 def render_yaml(cfg: Config) -> str:
-    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment."""
+    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment, and
+    under ``train.params`` and ``pipeline.arms`` the parameters of the methods in use (advantages.describe)."""
     lines: list[str] = [
         "# fade parameters: one section per pipeline stage. Every key is documented here and validated",
         "# by fade_core.config.Config; `fade params --set KEY=VALUE` shows the resolved result.",
@@ -400,6 +416,13 @@ def render_yaml(cfg: Config) -> str:
 
     def scalar(v: Any) -> str:
         return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+    def method_help(methods: list[str], pad: str) -> None:
+        """The parameters of ``methods`` with their defaults, rules and help (advantages.describe), as comments."""
+        from fade_core import advantages
+
+        for method in dict.fromkeys(methods):
+            lines.extend(f"{pad}# {line}" for line in advantages.describe(method).splitlines())
 
     def walk(model: BaseModel, indent: int) -> None:
         for name, field in type(model).model_fields.items():
@@ -416,10 +439,14 @@ def render_yaml(cfg: Config) -> str:
                 for key, item in value.items():
                     d = {k: v for k, v in item.model_dump(mode="json").items() if v not in (None, {})}
                     lines.append(f"{pad}  {key}: {scalar(d)}")
+                if isinstance(model, PipelineConfig):  # the parameters each arm's method accepts
+                    method_help([a.method for a in value.values() if a.method != cfg.train.method], pad + "  ")
             else:
                 if isinstance(value, BaseModel):
                     value = value.model_dump(mode="json")
                 lines.append(f"{pad}{name}: {scalar(value)}{help_}")
+                if isinstance(model, TrainConfig) and name == "params":  # what train.method accepts
+                    method_help([model.method], pad + "  ")
 
     walk(cfg, 0)
     return "\n".join(lines) + "\n"

@@ -3,7 +3,7 @@
 ``score(problem, completion) -> Score`` dispatches on ``problem["kind"]`` (the problem table's
 columns, see fade_core/data/schema.py):
 
-- ``expression`` (countdown): :func:`fade_core.countdown.check` in-process (an AST whitelist, nothing
+- ``expression`` (countdown): :func:`fade_core.countdown_task.check` in-process (an AST whitelist, nothing
   evaluated); the numbers and target come from the row's metadata, else from the prompt text.
 - ``math``: math-verify. The gold answer (``problem["answer"]``) and the completion are parsed and
   compared with ``verify(gold, prediction)``, gold first (the order matters: the gold decides which
@@ -53,7 +53,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fade_core import countdown
+from fade_core import countdown_task as countdown
 from fade_core.sandbox import compare
 
 KINDS = ("code_stdio", "code_call", "math", "expression")

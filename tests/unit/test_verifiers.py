@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from fade_core import countdown, verifiers
+from fade_core import countdown_task as countdown
+from fade_core import verifiers
 
 
 @pytest.fixture(scope="module", autouse=True)
