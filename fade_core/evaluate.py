@@ -29,7 +29,7 @@ import pandas as pd
 
 from fade_core.data.prompts import prompt_text
 from fade_core.rollout.base import SEED_STRIDE
-from fade_core.runs import CheckpointId, identify_checkpoint
+from fade_core.runs import CheckpointId, identify_checkpoint, load_verified
 from fade_core.store import SAMPLE_COLUMNS, EvalKey, ResultsStore
 
 
@@ -92,7 +92,7 @@ def evaluate(
         from fade_core import models
         from fade_core.rollout import build_engine
 
-        model, tokenizer = models.load(checkpoint, dtype=opts.dtype)
+        model, tokenizer = load_verified(models.load, checkpoint, dtype=opts.dtype)
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
     if score_batch is None:
         from fade_core.verifiers import score_batch
@@ -176,7 +176,7 @@ def evaluate_checkpoints(
             todo.append(bench)
         if not todo:
             continue
-        model, tokenizer = models.load(path, dtype=opts.dtype)
+        model, tokenizer = load_verified(models.load, path, dtype=opts.dtype)
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
         for bench in todo:
             label = f"{ident.run_id} step {ident.step} {bench}"

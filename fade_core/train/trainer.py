@@ -25,6 +25,7 @@ the forward but still count in the loss denominators, so the gradient is exactly
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +41,8 @@ from fade_core import losses, models, plan
 from fade_core.data.prompts import prompt_text
 from fade_core.metrics import effective_rank, rank1_fraction
 from fade_core.rollout import build_engine
-from fade_core.runs import MetricsLog, checkpoint_dir, list_checkpoints, run_id, run_label
+from fade_core.integrity import DamagedFile
+from fade_core.runs import MetricsLog, checkpoint_dir, resume_candidates, run_id, run_label
 from fade_core.train import checkpoint as ckpt
 from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
@@ -54,6 +56,8 @@ from fade_core.train.schedules import (
     lr_multiplier,
     step_seeds,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def load_problems(cfg: Any, problems_path: str | Path | None = None, split: str = "train") -> list[dict[str, Any]]:
@@ -392,9 +396,13 @@ class Trainer:
         self._setup()
         log = MetricsLog(self.run_dir)
         start, resumed = 0, None
-        ckpts = list_checkpoints(self.run_dir, resumable=True)
-        if ckpts:
-            start = resumed = self.load_checkpoint(ckpts[-1][1])
+        for _, folder in resume_candidates(self.run_dir):  # newest first; a damaged one falls back to the previous
+            try:
+                start = resumed = self.load_checkpoint(folder)
+                break
+            except DamagedFile as e:  # raised before anything is restored (ckpt.load_checkpoint checks first)
+                logger.warning("fade: cannot resume from %s: %s; trying the checkpoint before it", folder, e)
+        if resumed is not None:
             if self.dist.main:
                 log.truncate(start)
         elif self.dist.main:
