@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fade_core import config as fconfig  # noqa: E402
-from fade_core import countdown, models  # noqa: E402
+from fade_core import countdown_task, models  # noqa: E402
 from fade_core.rollout import build_engine  # noqa: E402
 
 ENGINES = ("hf-generate", "fade-hf", "vllm")
@@ -127,7 +127,7 @@ def main() -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA GPU visible")
     torch.set_num_threads(args.threads)
-    prompts = [p.prompt for p in countdown.generate(args.prompts, seed=123)]
+    prompts = [p.prompt for p in countdown_task.generate(args.prompts, seed=123)]
     out: dict = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},

@@ -5,7 +5,7 @@ config), same batch (32 prompts x 16 rollouts, 10 new tokens), same method (GRPO
 token-mean loss, no KL, one optimizer step per rollout batch: TRL's defaults ``loss_type="dapo"``,
 ``beta=0``, ``num_iterations=1``), same learning rate, on this machine, one after the other:
 
-    fade        fade_core.trainer.Trainer (its defaults: zero-contribution rows skipped)
+    fade        fade_core.train.Trainer (its defaults: zero-contribution rows skipped)
     fade-full   the same with every row forwarded (skip off), to show what the skip buys
     trl         trl.GRPOTrainer with its defaults (gradient checkpointing on) and with it off
     floor       hand-written: one ``model.generate`` (KV cache) over the 512 rollouts plus one
@@ -42,8 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from fade_core import config as fconfig  # noqa: E402
-from fade_core import countdown, models  # noqa: E402
-from fade_core.trainer import Trainer, load_problems  # noqa: E402
+from fade_core import countdown_task, models  # noqa: E402
+from fade_core.train import Trainer, load_problems  # noqa: E402
 
 PROMPTS, GROUP, NEW_TOKENS, LR = 32, 16, 10, 1e-6
 
@@ -142,7 +142,7 @@ def bench_floor(base: str, steps: int, warmup: int, sampler: str = "generate") -
 
     model, tok = models.load(base)
     opt = torch.optim.AdamW(model.parameters(), lr=LR)
-    prompts = [p.prompt for p in countdown.generate(PROMPTS, seed=123)]
+    prompts = [p.prompt for p in countdown_task.generate(PROMPTS, seed=123)]
     enc = tok([p for p in prompts for _ in range(GROUP)], return_tensors="pt", padding=True)
     engine = build_engine("hf", model, tok)
 

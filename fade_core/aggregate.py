@@ -1,8 +1,8 @@
 """Aggregation: evaluated samples -> pass@k and the derived tables, all in DuckDB SQL.
 
 Input: the view ``samples`` of :class:`fade_core.store.ResultsStore` (one row per sample) and,
-optionally, the training records of ``runs/*/`` (metrics.duckdb table ``train_steps`` or
-metrics.jsonl). Output: DuckDB tables (exported as parquet, CSV for DVC plots and ``metrics.json``).
+optionally, the training records of ``runs/*/`` (:func:`fade_core.runs.load_training_records`). Output:
+DuckDB tables (exported as parquet, CSV for DVC plots and ``metrics.json``).
 
 pass@k is the unbiased estimator of Chen et al. (2021) from ``n`` samples with ``c`` correct::
 
@@ -47,12 +47,11 @@ from typing import Any
 
 import duckdb
 import pandas as pd
-import yaml
 
+from fade_core.runs import load_training_records
 from fade_core.store import ResultsStore, atomic_duckdb, atomic_write_bytes
 
 DEFAULT_KS = (1, 10, 100)
-RUN_ID_RE = re.compile(r"^(?P<label>.+)-s(?P<seed>-?\d+)-(?P<hash>[0-9a-f]{8})$")
 UNTRAINED_METHODS = ("base", "sft", "warmstart")
 
 TABLES = (
@@ -82,105 +81,6 @@ def pass_at_k_sql(n: str, c: str, k: str) -> str:
 def normalise_completion_sql(col: str = "completion") -> str:
     """SQL that maps a completion to its comparison form for "distinct" counting (trimmed, whitespace runs -> one space)."""
     return f"regexp_replace(trim({col}), '\\s+', ' ', 'g')"
-
-
-def parse_run_id(run_id: str) -> tuple[str, int | None]:
-    """``"<label>-s<seed>-<8 hex>"`` -> (label, seed); anything else -> (run_id, None)."""
-    m = RUN_ID_RE.match(run_id)
-    if not m:
-        return run_id, None
-    return m.group("label"), int(m.group("seed"))
-
-
-# ------------------------------------------------------------------------------- training records
-def _flatten(record: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Scalars kept, nested dicts flattened with '.', lists and other containers dropped."""
-    out: dict[str, Any] = {}
-    for k, v in record.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_flatten(v, key + "."))
-        elif v is None or isinstance(v, bool | int | float | str):
-            out[key] = v
-    return out
-
-
-def read_metrics_jsonl(path: Path) -> pd.DataFrame:
-    """A run's metrics.jsonl as a frame (one row per line). A torn last line (a writer mid-append) is skipped;
-    a bad line elsewhere raises naming the file and line."""
-    lines = path.read_text().splitlines()
-    rows = []
-    for i, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            if i == len(lines):
-                break
-            raise ValueError(f"{path}:{i}: not valid JSON: {e}") from e
-        if not isinstance(rec, dict):
-            raise ValueError(f"{path}:{i}: expected a JSON object per line")
-        rows.append(_flatten(rec))
-    return pd.DataFrame(rows)
-
-
-def read_run_config(run_dir: Path) -> dict[str, Any]:
-    p = run_dir / "config.yaml"
-    if not p.exists():
-        return {}
-    try:
-        return yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ValueError(f"{p}: not valid YAML: {e}") from e
-
-
-def read_train_steps(run_dir: Path) -> pd.DataFrame:
-    """One run's per-step training record: metrics.duckdb (table train_steps) when it can be opened
-    read-only, else metrics.jsonl (a trainer holding the DuckDB file's write lock is still running)."""
-    db = run_dir / "metrics.duckdb"
-    df = None
-    if db.exists():
-        try:
-            with duckdb.connect(str(db), read_only=True) as con:
-                df = con.execute("SELECT * FROM train_steps ORDER BY step").df()
-        except duckdb.Error:
-            df = None
-    if df is None and (run_dir / "metrics.jsonl").exists():
-        df = read_metrics_jsonl(run_dir / "metrics.jsonl")
-    if df is None or df.empty:
-        return pd.DataFrame()
-    if "step" not in df.columns:
-        raise ValueError(f"{run_dir}: training record has no 'step' column")
-    cfg = read_run_config(run_dir)
-    label, seed = parse_run_id(run_dir.name)
-    df = df.copy()
-    df["run_id"] = run_dir.name
-    if "method" not in df.columns:
-        df["method"] = label
-    if "seed" not in df.columns:
-        df["seed"] = seed if seed is not None else (cfg.get("train") or {}).get("seed")
-    # several lines for one step (a resumed run re-logs): keep the last
-    df = df.drop_duplicates("step", keep="last").sort_values("step")
-    return df.reset_index(drop=True)
-
-
-def load_training_records(runs_dir: str | Path | None) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
-    """(every run's train_steps stacked, {run_id: config dict}) for the runs under ``runs_dir``
-    (``runs_dir/<run_id>/`` or ``runs_dir/<arm>/<run_id>/``)."""
-    from fade_core.evaluate import find_run_dirs
-
-    if runs_dir is None or not Path(runs_dir).is_dir():
-        return pd.DataFrame(), {}
-    frames, configs = [], {}
-    for run_dir in find_run_dirs(runs_dir):
-        configs[run_dir.name] = read_run_config(run_dir)
-        df = read_train_steps(run_dir)
-        if not df.empty:
-            frames.append(df)
-    if not frames:
-        return pd.DataFrame(), configs
-    return pd.concat(frames, ignore_index=True, sort=False), configs
 
 
 # --------------------------------------------------------------------------------------- the build

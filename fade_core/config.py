@@ -18,6 +18,7 @@ Sections:
     pipeline   the arms (method + params) and seeds that ``fade run`` compares
     report     the report's name and figure formats
     compute    devices, ranks, worker pools
+    sandbox    where code completions run: backend, per-sample cgroups, and the unsafe escape hatch
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +60,19 @@ class LiveCodeBenchData(Section):
     date_to: str | None = Field(None, description="Keep problems whose contest_date <= this ISO date.")
 
 
+class TacoData(Section):
+    keep_solutions: int = Field(1, ge=0, description="Reference solutions kept per TACO row (metadata.solutions); gold validation tries them all.")
+    special_judge_without_checker: Literal["exclude", "lenient"] = Field(
+        "exclude",
+        description="TACO special-judge rows (any valid answer accepted) without a checker program: exclude them from training and pass@k (counted in the data card), or keep them judged by the lenient any-order token rule, which passes some invalid answers (status passed_lenient).",
+    )
+
+
+class GoldData(Section):
+    enabled: bool = Field(True, description="Run each row's reference solutions in the sandbox at `fade prepare` (code benchmarks that carry them: taco, humaneval) and store gold_pass.")
+    on_fail: Literal["drop", "flag"] = Field("drop", description="Rows whose reference solutions all fail: drop them (counted and listed in the data card) or keep them flagged gold_pass=false.")
+
+
 class DataConfig(Section):
     benchmarks: list[str] = Field(["countdown", "humaneval"], description="Benchmarks that `fade prepare` writes to data/problems/.")
     sources: dict[str, str] = Field(
@@ -67,6 +82,13 @@ class DataConfig(Section):
     countdown: CountdownData = Field(default_factory=CountdownData, description="The built-in task.")
     livecodebench: LiveCodeBenchData = Field(default_factory=LiveCodeBenchData, description="LiveCodeBench selection.")
     aime_years: list[int] = Field(default_factory=list, description="AIME years to keep (empty: all).")
+    aime_year: int | None = Field(None, ge=1983, le=2100, description="The year of every AIME row, for files whose fields and names do not tell it (null: from the rows and names).")
+    taco: TacoData = Field(default_factory=TacoData, description="TACO options.")
+    code_prelude: list[Literal["taco", "livecodebench"]] = Field(
+        ["taco", "livecodebench"],
+        description="Benchmarks whose programs run after their official harness's block of standard imports (HumanEval's adds none).",
+    )
+    gold: GoldData = Field(default_factory=GoldData, description="Gold validation of reference solutions.")
     on_bad_rows: Literal["error", "drop"] = Field("error", description="Bad source rows: fail naming file/row/field, or drop and count them in the data card.")
     decontaminate: bool = Field(False, description="Drop training problems that (near-)duplicate an evaluation problem.")
     decontamination_ngram: int = Field(8, ge=1, le=64, description="Word n-gram length for the duplicate check.")
@@ -77,6 +99,10 @@ class DataConfig(Section):
 
 
 # -------------------------------------------------------------------------------------------- model
+BUILTIN_TINY = "builtin:tiny"
+"""model.name_or_path of the built-in tiny model (fade_core.models builds it; `fade warmstart` pre-trains it)."""
+
+
 class TinyModel(Section):
     hidden_size: int = Field(64, ge=8, description="Width of the built-in Llama-style model.")
     num_layers: int = Field(4, ge=1, description="Transformer blocks.")
@@ -86,7 +112,7 @@ class TinyModel(Section):
 
 
 class ModelConfig(Section):
-    name_or_path: str = Field("builtin:tiny", description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
+    name_or_path: str = Field(BUILTIN_TINY, description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
 
@@ -107,7 +133,7 @@ class WarmstartConfig(Section):
 # -------------------------------------------------------------------------------------------- train
 class TrainConfig(Section):
     benchmark: str = Field("countdown", description="Prepared benchmark to train on (split 'train' of data/problems/<name>.parquet).")
-    label: str | None = Field(None, description="Name of the run in run ids and tables (default: method(params), e.g. power(alpha=2)).")
+    label: str | None = Field(None, description="Name of the run in run ids and tables (default: the advantage's label, e.g. power(alpha=3)).")
     method: str = Field("fade", description="Advantage method, a name of fade_core.advantages.names().")
     params: dict[str, Any] = Field(default_factory=dict, description="Parameters of the method (alpha, delta, k, ...).")
     seed: int = Field(0, description="Seed of this run.")
@@ -176,10 +202,13 @@ class Arm(Section):
     method: str = Field(..., description="Advantage method name.")
     params: dict[str, Any] = Field(default_factory=dict, description="Its parameters.")
 
-    def describe(self) -> str:
-        if not self.params:
-            return self.method
-        return self.method + "(" + ",".join(f"{k}={v}" for k, v in sorted(self.params.items())) + ")"
+    @property
+    def label(self) -> str:
+        """The arm's one label, the advantage's (:attr:`fade_core.advantages.Advantage.label`): the method and the
+        parameters the arm sets, e.g. ``power(alpha=2)``."""
+        from fade_core import advantages
+
+        return advantages.build(self.method, **self.params).label
 
 
 class PipelineConfig(Section):
@@ -230,6 +259,19 @@ class ComputeConfig(Section):
     torch_threads: int = Field(0, ge=0, description="torch intra-op threads (0: torch's default).")
 
 
+# ------------------------------------------------------------------------------------------ sandbox
+class SandboxConfig(Section):
+    backend: Literal["auto", "bwrap", "unshare", "none"] = Field(
+        "auto", description="Isolation of code completions: auto takes the strongest backend that passes its self-test (`fade verify --self-test`)."
+    )
+    unsafe: bool = Field(
+        False, description="Run code on a backend without file-system, network and per-sample state isolation (otherwise training and evaluation refuse)."
+    )
+    cgroup_parent: str | None = Field(
+        None, description="Cgroup under which per-sample cgroups are made (e.g. a delegated /user.slice/.../fade); null: found automatically."
+    )
+
+
 # ------------------------------------------------------------------------------------------- config
 class Config(Section):
     """All of fade's options. Mirrors params.yaml; see each field's description."""
@@ -243,11 +285,13 @@ class Config(Section):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
     compute: ComputeConfig = Field(default_factory=ComputeConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
         if self.eval.n_samples < min(self.eval.ks):
             raise ValueError(f"eval.n_samples={self.eval.n_samples} is below every k in eval.ks={self.eval.ks}")
+        _check_methods(self)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,11 +300,15 @@ class Config(Section):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
-    def fingerprint(self, *sections: str) -> str:
-        """Short stable hash of the given sections (all when none), for run ids and caching."""
+    def fingerprint(self, *sections: str, exclude: dict[str, Sequence[str]] | None = None) -> str:
+        """8 hex of the sha256 of the given sections (all when none) minus ``exclude`` ({section: keys}):
+        the one config hash, of run ids (fade_core.runs.run_hash) and caching."""
         d = self.to_dict()
         if sections:
             d = {s: d[s] for s in sections}
+        for section, keys in (exclude or {}).items():
+            for key in keys:
+                d[section].pop(key, None)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:8]
 
 
@@ -296,7 +344,10 @@ def parse_override(item: str) -> tuple[str, Any]:
 def _format_errors(err: ValidationError) -> str:
     lines = []
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        if not e["loc"]:  # a check across sections: its message names the keys
+            lines.append(f"  {e['msg'].removeprefix('Value error, ')}")
+            continue
+        key = ".".join(str(p) for p in e["loc"])
         msg = e["msg"]
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -313,15 +364,14 @@ def from_dict(d: dict[str, Any], overrides: list[str] | None = None) -> Config:
         key, value = parse_override(item)
         _set_dotted(d, key, value)
     try:
-        cfg = Config.model_validate(d)
+        return Config.model_validate(d)
     except ValidationError as e:
         raise ConfigError(_format_errors(e)) from None
-    _check_methods(cfg)
-    return cfg
 
 
 def _check_methods(cfg: Config) -> None:
-    """Validate method names and parameters against the advantage registry, naming the key."""
+    """Validate method names and parameters against the advantage registry, naming the key (part of every
+    Config validation, so a config sent as a mapping, e.g. to a deployment, is checked the same way)."""
     from fade_core import advantages
 
     checks = [("train", cfg.train.method, cfg.train.params)]
@@ -330,7 +380,7 @@ def _check_methods(cfg: Config) -> None:
         try:
             advantages.build(method, **params)
         except ValueError as e:
-            raise ConfigError(f"invalid configuration:\n  {where}: {e}") from None
+            raise ValueError(f"{where}: {e}") from None
 
 
 def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Config:
@@ -357,7 +407,8 @@ def save(cfg: Config, path: str | Path) -> Path:
 
 
 def render_yaml(cfg: Config) -> str:
-    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment."""
+    """params.yaml text for ``cfg``: every section and key, each with its one-line help as a comment, and
+    under ``train.params`` and ``pipeline.arms`` the parameters of the methods in use (advantages.describe)."""
     lines: list[str] = [
         "# fade parameters: one section per pipeline stage. Every key is documented here and validated",
         "# by fade_core.config.Config; `fade params --set KEY=VALUE` shows the resolved result.",
@@ -365,6 +416,13 @@ def render_yaml(cfg: Config) -> str:
 
     def scalar(v: Any) -> str:
         return yaml.safe_dump(v, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
+
+    def method_help(methods: list[str], pad: str) -> None:
+        """The parameters of ``methods`` with their defaults, rules and help (advantages.describe), as comments."""
+        from fade_core import advantages
+
+        for method in dict.fromkeys(methods):
+            lines.extend(f"{pad}# {line}" for line in advantages.describe(method).splitlines())
 
     def walk(model: BaseModel, indent: int) -> None:
         for name, field in type(model).model_fields.items():
@@ -381,10 +439,14 @@ def render_yaml(cfg: Config) -> str:
                 for key, item in value.items():
                     d = {k: v for k, v in item.model_dump(mode="json").items() if v not in (None, {})}
                     lines.append(f"{pad}  {key}: {scalar(d)}")
+                if isinstance(model, PipelineConfig):  # the parameters each arm's method accepts
+                    method_help([a.method for a in value.values() if a.method != cfg.train.method], pad + "  ")
             else:
                 if isinstance(value, BaseModel):
                     value = value.model_dump(mode="json")
                 lines.append(f"{pad}{name}: {scalar(value)}{help_}")
+                if isinstance(model, TrainConfig) and name == "params":  # what train.method accepts
+                    method_help([model.method], pad + "  ")
 
     walk(cfg, 0)
     return "\n".join(lines) + "\n"

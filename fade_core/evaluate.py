@@ -11,40 +11,26 @@ For one checkpoint and one benchmark's problem table:
 4. Return the samples frame in the store's schema (:data:`fade_core.store.SAMPLE_COLUMNS`); latency is
    the chunk's generation + scoring time divided evenly over its samples.
 
-:func:`evaluate_run` evaluates every checkpoint of ``runs/<run_id>/checkpoints/step-N/`` (or the last)
-and commits each (step, benchmark) to the :class:`~fade_core.store.ResultsStore` atomically.
-Checkpoint identity: ``runs/<run_id>/checkpoints/step-N`` gives run id, method label and seed from the
-run id (``<label>-s<seed>-<hash>``) and step N; a folder elsewhere (the warm-started base model,
-``models/base`` or ``models/base/checkpoints/step-N``) is an untrained baseline named after its
-folder ("base").
+:func:`evaluate_checkpoints` evaluates a list of checkpoints (a run's: :func:`fade_core.runs.run_checkpoints`)
+and commits each (run, benchmark, step) to the :class:`~fade_core.store.ResultsStore` atomically. Who made
+a checkpoint (run id, method, seed, step) is :func:`fade_core.runs.identify_checkpoint`; the prompt is
+:func:`fade_core.data.prompts.prompt_text`, the rule training uses too.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from fade_core.aggregate import parse_run_id, read_run_config
+from fade_core.data.prompts import prompt_text
+from fade_core.rollout.base import SEED_STRIDE
+from fade_core.runs import CheckpointId, identify_checkpoint
 from fade_core.store import SAMPLE_COLUMNS, EvalKey, ResultsStore
-
-STEP_DIR_RE = re.compile(r"^step-(\d+)$")
-CODE_KINDS = ("code_stdio", "code_call")
-
-
-@dataclass(frozen=True)
-class CheckpointId:
-    """Who produced a checkpoint: run id, method label, seed and training step."""
-
-    run_id: str
-    method: str
-    seed: int
-    step: int
 
 
 @dataclass
@@ -60,50 +46,6 @@ class SamplingOptions:
     dtype: str = "float32"
     engine_opts: dict[str, Any] = field(default_factory=dict)
     workers: int | None = None  # verifier workers (None: the verifier's default)
-
-
-def is_checkpoint(path: Path) -> bool:
-    """A complete HF checkpoint folder: config.json and weights present."""
-    has_weights = any(path.glob("*.safetensors")) or (path / "pytorch_model.bin").exists()
-    return (path / "config.json").exists() and has_weights
-
-
-def list_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
-    """``[(step, path)]`` of ``run_dir/checkpoints/step-N/`` sorted by step; incomplete folders are skipped."""
-    ck = Path(run_dir) / "checkpoints"
-    out = []
-    for p in ck.iterdir() if ck.is_dir() else []:
-        m = STEP_DIR_RE.match(p.name)
-        if m and p.is_dir() and is_checkpoint(p):
-            out.append((int(m.group(1)), p))
-    return sorted(out)
-
-
-def identify_checkpoint(path: str | Path) -> CheckpointId:
-    """Run id, method, seed and step of a checkpoint folder (see the module docstring)."""
-    path = Path(path).resolve()
-    m = STEP_DIR_RE.match(path.name)
-    if m and path.parent.name == "checkpoints":
-        owner = path.parent.parent
-        step = int(m.group(1))
-    else:
-        owner, step = path, 0
-    run_id = owner.name
-    label, seed = parse_run_id(run_id)
-    if seed is None:
-        cfg = read_run_config(owner)
-        seed = int(((cfg.get("train") or {}).get("seed")) or 0)
-    return CheckpointId(run_id=run_id, method=label, seed=int(seed), step=step)
-
-
-def build_prompt(problem: Mapping[str, Any]) -> str:
-    """The text the policy is conditioned on: the problem's prompt, plus its starter code for code
-    problems whose prompt does not already end with it (HumanEval prompts already hold the signature)."""
-    prompt = str(problem["prompt"])
-    starter = problem.get("starter_code") or ""
-    if problem.get("kind") in CODE_KINDS and starter and not prompt.rstrip().endswith(starter.rstrip()):
-        prompt = prompt.rstrip("\n") + "\n\n" + starter
-    return prompt
 
 
 def _records(problems: pd.DataFrame) -> list[dict[str, Any]]:
@@ -162,8 +104,8 @@ def evaluate(
         part = rows_in[start : start + chunk]
         t0 = time.perf_counter()
         batch = engine.generate(
-            [build_prompt(p) for p in part], n_samples, temperature=opts.temperature, top_p=opts.top_p,
-            max_new_tokens=opts.max_new_tokens, seed=opts.seed * 1_000_003 + j,
+            [prompt_text(p) for p in part], n_samples, temperature=opts.temperature, top_p=opts.top_p,
+            max_new_tokens=opts.max_new_tokens, seed=opts.seed * SEED_STRIDE + j,
         )
         texts = list(batch.texts)
         per_sample_problems = [part[i // n_samples] for i in range(len(texts))]
@@ -246,44 +188,3 @@ def evaluate_checkpoints(
             written.append(store.write(df, meta))
         del model, engine
     return written
-
-
-def run_checkpoints(run_dir: str | Path, which: str = "all") -> list[tuple[CheckpointId, Path]]:
-    """The checkpoints of a run to evaluate: every one ('all') or the last ('last')."""
-    if which not in ("all", "last"):
-        raise ValueError(f"which must be 'all' or 'last', got {which!r}")
-    found = list_checkpoints(run_dir)
-    if not found:
-        raise FileNotFoundError(f"{run_dir}: no complete checkpoints under checkpoints/step-N/")
-    if which == "last":
-        found = found[-1:]
-    return [(identify_checkpoint(p), p) for _, p in found]
-
-
-def is_run_dir(path: Path) -> bool:
-    """A training run's folder: its config.yaml beside a training record or checkpoints."""
-    return (path / "config.yaml").is_file() and ((path / "metrics.jsonl").exists() or (path / "checkpoints").is_dir())
-
-
-def find_run_dirs(runs_dir: str | Path) -> list[Path]:
-    """Run folders ``runs_dir/<run_id>/``, and one level deeper ``runs_dir/<arm>/<run_id>/`` (the DVC
-    pipeline keeps each arm's runs in a folder of its own)."""
-    root = Path(runs_dir)
-    if not root.is_dir():
-        return []
-    found = []
-    for p in sorted(root.iterdir()):
-        if not p.is_dir():
-            continue
-        if is_run_dir(p):
-            found.append(p)
-        else:
-            found += [q for q in sorted(p.iterdir()) if q.is_dir() and is_run_dir(q)]
-    return found
-
-
-def iter_run_dirs(runs_dir: str | Path) -> Iterable[Path]:
-    """Every run folder under ``runs_dir`` (see :func:`find_run_dirs`) with at least one complete checkpoint."""
-    for p in find_run_dirs(runs_dir):
-        if list_checkpoints(p):
-            yield p

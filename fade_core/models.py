@@ -29,9 +29,10 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
+from fade_core.config import BUILTIN_TINY
+
 hf_logging.disable_progress_bar()  # fade draws its own progress; no per-file bars when saving checkpoints
 
-BUILTIN_TINY = "builtin:tiny"
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>")
 CHARACTERS = "0123456789+-*() >:=\n"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -154,3 +155,34 @@ def output_head(model: torch.nn.Module) -> torch.nn.Parameter:
     if head is None:
         raise ValueError(f"{type(target).__name__} has no output embeddings")
     return head.weight
+
+
+# ---------------------------------------------------------------- KV cache: the transformers-version shim
+def cache_kwarg(model: torch.nn.Module) -> str:
+    """Name of the KV-cache argument of ``model.forward``: "cache" (transformers >= 5.x) or "past_key_values"."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
+
+
+def output_cache(out: Any) -> Any:
+    """The KV cache of a model output under either naming."""
+    cache = out.get("cache") if hasattr(out, "get") else None
+    return cache if cache is not None else out.past_key_values
+
+
+def repeat_cache(cache: Any, n: int) -> None:
+    """Repeat every row of a KV cache ``n`` times in place (row i -> rows i*n .. i*n+n-1)."""
+    if hasattr(cache, "batch_repeat_interleave"):
+        cache.batch_repeat_interleave(n)
+        return
+    raise TypeError(f"cannot repeat a KV cache of type {type(cache).__name__}; use a transformers DynamicCache model")
+
+
+def select_cache_rows(cache: Any, rows: torch.Tensor) -> None:
+    """Keep (and repeat) the cache rows ``rows`` [B] long in place: row i of the result is old row rows[i]."""
+    if hasattr(cache, "batch_select_indices"):
+        cache.batch_select_indices(rows)
+        return
+    raise TypeError(f"cannot select rows of a KV cache of type {type(cache).__name__}; use a DynamicCache model")

@@ -10,8 +10,8 @@ pass_at_k_seeds, frontier, peak, fade_lead, comparisons, train_curves, ...). Out
     tensorboard/<run_id>/       event files of every run's per-step training record (+ eval pass@k)
 
 Seeds are drawn as bands: the line is the mean over seeds, the band spans the min..max over seeds.
-Training metrics are looked up by name (:data:`TRAIN_METRICS` lists accepted spellings), so a figure whose
-metric the runs did not log is listed as unavailable rather than drawn empty.
+Training metrics are read by the names the trainer writes (:data:`TRAIN_METRICS`, fade_core.train.record), so
+a figure whose metric the runs did not log is listed as unavailable rather than drawn empty.
 """
 
 from __future__ import annotations
@@ -37,16 +37,8 @@ import pandas as pd  # noqa: E402
 
 from fade_core.store import atomic_write_bytes  # noqa: E402
 
-# canonical training metric -> accepted column names in the training record (first present wins)
-TRAIN_METRICS: dict[str, tuple[str, ...]] = {
-    "entropy": ("entropy", "entropy_mean", "mean_entropy", "token_entropy", "policy/entropy", "actor/entropy"),
-    "m_S": ("m_S", "m_s", "mass_S", "m_S_total", "decomp/m_S", "mass/m_S"),
-    "m_F": ("m_F", "m_f", "mass_F", "m_F_total", "decomp/m_F", "mass/m_F"),
-    "rank1_fraction": ("rank1_fraction", "rank1", "rank_1_fraction", "rank1_frac", "diag/rank1_fraction"),
-    "alpha": ("alpha", "fade_alpha", "fade/alpha", "fade.alpha", "adv/alpha"),
-    "delta": ("delta", "fade_delta", "fade/delta", "fade.delta", "adv/delta"),
-    "reward": ("reward_mean", "mean_reward", "reward", "rewards/mean"),
-}
+TRAIN_METRICS = ("entropy", "m_s", "m_f", "rank1_frac", "alpha", "delta", "reward_mean")
+"""The training-record columns the report draws, by the names the trainer writes (fade_core.train.record)."""
 
 FIGURES = (
     ("pass_at_k_vs_step", "pass@k against training step, per method"),
@@ -79,25 +71,6 @@ class ReportInputs:
 
 
 # ----------------------------------------------------------------------------------------- helpers
-def resolve_metric(columns: Iterable[str], canonical: str) -> str | None:
-    """The training-record column holding ``canonical`` (see :data:`TRAIN_METRICS`), or None."""
-    cols = list(columns)
-    for name in TRAIN_METRICS[canonical]:
-        if name in cols:
-            return name
-    low = {c.lower(): c for c in cols}
-    for name in TRAIN_METRICS[canonical]:
-        if name.lower() in low:
-            return low[name.lower()]
-    # a prefixed name ("train/entropy", "mass.m_s"): match its last component
-    wanted = [n.lower() for n in TRAIN_METRICS[canonical]]
-    for name in wanted:
-        for c in cols:
-            if re.split(r"[/.]", c)[-1].lower() == name:
-                return c
-    return None
-
-
 def method_colors(methods: Iterable[str], fade: Iterable[str] = ()) -> dict[str, str]:
     """A stable colour per method (FADE methods in red shades, the rest from the palette in name order)."""
     fade = set(fade)
@@ -234,21 +207,16 @@ def fig_peak_step(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str]) -> 
     return fig
 
 
-def _curves(con: duckdb.DuckDBPyConnection, canonical: Sequence[str]) -> dict[str, pd.DataFrame]:
+def _curves(con: duckdb.DuckDBPyConnection, names: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """{metric: its (method, seed, step, value) rows} for the ``names`` the runs logged."""
     metrics = _table(con, "SELECT DISTINCT metric FROM train_curves")
-    if metrics.empty:
-        return {}
-    out = {}
-    for c in canonical:
-        col = resolve_metric(metrics.metric.tolist(), c)
-        if col is not None:
-            out[c] = con.execute("SELECT method, seed, step, value FROM train_curves WHERE metric = ? ORDER BY step",
-                                 [col]).df()
-    return out
+    logged = set(metrics.metric) if not metrics.empty else set()
+    return {name: con.execute("SELECT method, seed, step, value FROM train_curves WHERE metric = ? ORDER BY step",
+                              [name]).df() for name in names if name in logged}
 
 
-def fig_train_metric(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], canonical: str, ylabel: str) -> Any:
-    cur = _curves(con, [canonical]).get(canonical)
+def fig_train_metric(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], metric: str, ylabel: str) -> Any:
+    cur = _curves(con, [metric]).get(metric)
     if cur is None or cur.empty:
         return None
     fig, ax = plt.subplots(figsize=(9.0, 3.6))
@@ -263,18 +231,18 @@ def fig_train_metric(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], 
 
 
 def fig_mass(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str]) -> Any:
-    cur = _curves(con, ["m_S", "m_F"])
+    cur = _curves(con, ["m_s", "m_f"])
     if not cur:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), squeeze=False)
-    for ax, name in zip(axes[0], ("m_S", "m_F"), strict=True):
+    for ax, name, title in zip(axes[0], ("m_s", "m_f"), ("m_S (success mass)", "m_F (failure mass)"), strict=True):
         df = cur.get(name)
         if df is None:
             ax.text(0.5, 0.5, f"{name} not logged", ha="center", transform=ax.transAxes)
             continue
         for m, g in df.groupby("method"):
             _band(ax, g, "step", "value", colors.get(m, "gray"), m)
-        ax.set_title(f"{name} ({'success' if name == 'm_S' else 'failure'} mass)")
+        ax.set_title(title)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     _legend(fig, list(axes[0]))
@@ -345,7 +313,7 @@ def make_figures(con: duckdb.DuckDBPyConnection, out_dir: str | Path, formats: S
         "peak_step": lambda: fig_peak_step(con, colors),
         "entropy": lambda: fig_train_metric(con, colors, "entropy", "mean token entropy (nats)"),
         "mass": lambda: fig_mass(con, colors),
-        "rank1_fraction": lambda: fig_train_metric(con, colors, "rank1_fraction", "rank-1 fraction of dW (head)"),
+        "rank1_fraction": lambda: fig_train_metric(con, colors, "rank1_frac", "rank-1 fraction of dW (head)"),
         "fade_schedules": lambda: fig_fade_schedules(con, colors, fade),
         "distinct_correct": lambda: fig_distinct(con, colors),
     }

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fade_core import countdown, models
+from fade_core import countdown_task, models
 from fade_core.metrics import pass_at_k
 
 
@@ -57,7 +57,7 @@ from fade_core.metrics import pass_at_k
 def _targets(numbers: tuple[int, ...], min_solutions: int) -> list[int]:
     """Positive targets reachable from ``numbers`` with at least ``min_solutions`` distinct expressions."""
     texts: dict[int, set[str]] = {}
-    for text, value in countdown.candidate_expressions(numbers):
+    for text, value in countdown_task.candidate_expressions(numbers):
         if value > 0:
             texts.setdefault(value, set()).add(text)
     return sorted(v for v, t in texts.items() if len(t) >= min_solutions)
@@ -74,7 +74,7 @@ def sample_example(
 ) -> tuple[str, str]:
     """One (prompt, completion) pair; ``correct`` picks the kind (see the module docstring).
 
-    The problem distribution matches :func:`fade_core.countdown.generate` (uniform numbers, a target
+    The problem distribution matches :func:`fade_core.countdown_task.generate` (uniform numbers, a target
     uniform over the qualifying reachable values); (sorted numbers, target) pairs in ``exclude`` are
     redrawn.
     """
@@ -86,12 +86,12 @@ def sample_example(
         target = targets[rng.randrange(len(targets))]
         if (tuple(sorted(numbers)), target) in exclude:
             continue
-        cands = countdown.candidate_expressions(numbers)
+        cands = countdown_task.candidate_expressions(numbers)
         if correct:
             pool = sorted({t for t, v in cands if v == target})
         else:
             pool = sorted({t for t, _ in cands})
-        return countdown.format_prompt(numbers, target), pool[rng.randrange(len(pool))]
+        return countdown_task.format_prompt(numbers, target), pool[rng.randrange(len(pool))]
 
 
 def encode_examples(
@@ -129,7 +129,7 @@ def sft_loss(model: torch.nn.Module, ids: torch.Tensor, attn: torch.Tensor, loss
 def countdown_pass_at_k(
     model: torch.nn.Module,
     tokenizer: Any,
-    problems: Sequence[countdown.CountdownProblem] | Sequence[dict[str, Any]],
+    problems: Sequence[countdown_task.CountdownProblem] | Sequence[dict[str, Any]],
     *,
     n: int = 64,
     ks: Sequence[int] = (1, 8, 32),
@@ -148,7 +148,7 @@ def countdown_pass_at_k(
     from fade_core.rollout.hf import HFEngine
 
     items = [
-        (tuple(p.numbers), int(p.target)) if isinstance(p, countdown.CountdownProblem) else (tuple(p["numbers"]), int(p["target"]))
+        (tuple(p.numbers), int(p.target)) if isinstance(p, countdown_task.CountdownProblem) else (tuple(p["numbers"]), int(p["target"]))
         for p in problems
     ]
     engine = HFEngine(model, tokenizer)
@@ -156,10 +156,10 @@ def countdown_pass_at_k(
     for start in range(0, len(items), prompts_per_batch):
         chunk = items[start : start + prompts_per_batch]
         batch = engine.generate(
-            [countdown.format_prompt(nums, t) for nums, t in chunk], n,
+            [countdown_task.format_prompt(nums, t) for nums, t in chunk], n,
             temperature=temperature, max_new_tokens=max_new_tokens, seed=seed * 7919 + start,
         )
-        ok = [countdown.check(text, *chunk[i // n])[0] for i, text in enumerate(batch.texts)]
+        ok = [countdown_task.check(text, *chunk[i // n])[0] for i, text in enumerate(batch.texts)]
         correct.extend(np.asarray(ok).reshape(len(chunk), n).sum(1).tolist())
     c = np.asarray(correct)
     out: dict[str, float] = {f"pass@{k}": float(np.mean(pass_at_k(n, c, k))) for k in ks if k <= n}
@@ -167,13 +167,13 @@ def countdown_pass_at_k(
     return out
 
 
-def heldout_problems(data_cfg: Any, limit: int | None = None) -> list[countdown.CountdownProblem]:
+def heldout_problems(data_cfg: Any, limit: int | None = None) -> list[countdown_task.CountdownProblem]:
     """The countdown test split exactly as fade_core.data.countdown generates it (``data.countdown``)."""
     cd = data_cfg.countdown
     opts = dict(num_numbers=cd.num_numbers, max_number=cd.max_number, min_solutions=cd.min_solutions)
-    train = countdown.generate(cd.num_train, seed=cd.seed, **opts)
+    train = countdown_task.generate(cd.num_train, seed=cd.seed, **opts)
     exclude = {(tuple(sorted(p.numbers)), p.target) for p in train}
-    test = countdown.generate(cd.num_test, seed=cd.seed + 1, exclude=exclude, **opts)
+    test = countdown_task.generate(cd.num_test, seed=cd.seed + 1, exclude=exclude, **opts)
     return test[:limit] if limit else test
 
 

@@ -8,20 +8,19 @@ metrics.json and config.yaml (the resolved config).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from prefect import flow
 
 from fade_core import config as fconfig
-from flows.options import ParamsOpt, SetOpt, load_config
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import aggregate as tasks
 
 
 @flow(name="aggregate")
-def aggregate(config: dict[str, Any] | None = None) -> dict[str, str]:
-    """Aggregate eval.results_dir; return {name: path}."""
-    cfg = fconfig.from_dict(config or {})
+def aggregate(config: fconfig.Config | None = None) -> dict[str, str]:
+    """Aggregate eval.results_dir (with the training records of train.runs_dir); return {name: path}."""
+    cfg = config_or_params(config)
     runs_dir = cfg.train.runs_dir if Path(cfg.train.runs_dir).is_dir() else None
     written = tasks.aggregate_results(cfg.eval.results_dir, runs_dir, list(cfg.eval.ks), cfg.eval.flag_n_per_k)
     written["config"] = str(fconfig.save(cfg, Path(cfg.eval.results_dir) / "config.yaml"))
@@ -36,9 +35,8 @@ def register(app: typer.Typer) -> None:
         """pass@k (SQL, unbiased), frontier, steps-to-peak, seed statistics -> results.duckdb + exports."""
         cfg = load_config(params, overrides)
         try:
-            written = aggregate(cfg.to_dict())
+            written = aggregate(cfg)
         except FileNotFoundError as e:
-            typer.secho(f"fade aggregate: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1) from None
+            raise fail("aggregate", e, code=1) from None
         typer.echo(f"database: {written['database']}")
         typer.echo(f"metrics: {written['metrics']}")

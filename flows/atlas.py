@@ -63,7 +63,7 @@ def _arm_label(name: str, arm: Arm) -> str:
     """'arm: <display>'; a scheduled FADE arm is drawn at its start state, and says so."""
     from fade_core import advantages
 
-    label = f"arm {name}: {arm.describe()}"
+    label = f"arm {name}: {arm.label}"
     adv = advantages.build(arm.method, **arm.params)
     if arm.method == "fade":
         label += f" (start: α={adv.alpha:g}, δ={adv.delta:g})"

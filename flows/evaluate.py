@@ -7,84 +7,72 @@ Writes ``<eval.results_dir>/samples/<run_id>/<benchmark>/step-<step:08d>.parquet
 resolved config in its footer metadata.
 
 `fade evaluate --run runs/<run_id>` evaluates that run's checkpoints (eval.checkpoints: all or last);
-`fade evaluate --checkpoint DIR` one checkpoint folder; with neither, every run under train.runs_dir.
+`fade evaluate --checkpoint DIR` one checkpoint folder; `--arm A` every run of that arm; with none of them,
+every run under train.runs_dir. :func:`evaluate_shards` is the evaluation fan-out that `fade run` and
+`fade sweep` use too (which checkpoints: fade_core.plan.evaluation_shards).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from prefect import flow
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from fade_core import config as fconfig
-from fade_core import evaluate as ev
-from flows.options import ParamsOpt, SetOpt, load_config
+from fade_core import plan, runs
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import evaluate as tasks
 
 
-def sampling_options(cfg: fconfig.Config) -> dict[str, Any]:
-    """SamplingOptions fields from the eval + rollout + model + compute sections."""
-    r = cfg.rollout
-    engine_opts: dict[str, Any] = {}
-    if r.engine == "vllm":
-        engine_opts = {"tensor_parallel_size": r.tensor_parallel_size, "gpu_memory_utilization": r.gpu_memory_utilization}
-    return {
-        "engine": r.engine,
-        "temperature": cfg.eval.temperature,
-        "top_p": r.top_p,
-        "max_new_tokens": cfg.eval.max_new_tokens or r.max_new_tokens,
-        "seed": cfg.eval.seed,
-        "prompts_per_batch": cfg.eval.prompts_per_batch,
-        "dtype": cfg.model.dtype,
-        "engine_opts": engine_opts,
-        "workers": cfg.compute.workers or None,
-    }
-
-
-def checkpoints_to_evaluate(
-    cfg: fconfig.Config, run: str | None, checkpoint: str | None, arm: str | None = None
-) -> list[str]:
-    """Checkpoint folders named by --checkpoint, --run, --arm (every run under train.runs_dir/<arm>/) or
-    (none of them) every run under train.runs_dir."""
+def checkpoints_to_evaluate(cfg: fconfig.Config, run: str | None, checkpoint: str | None,
+                            arm: str | None = None) -> list[tuple[str, str | None]]:
+    """(checkpoint folder, results group) named by --checkpoint, --run, --arm (every run under
+    train.runs_dir/<arm>/, in the arm's group) or (none of them) every run under train.runs_dir."""
     if sum(x is not None for x in (run, checkpoint, arm)) > 1:
         raise fconfig.ConfigError("give one of --run, --checkpoint or --arm")
     if arm is not None and arm not in cfg.pipeline.arms:
         raise fconfig.ConfigError(f"--arm {arm!r} is not in pipeline.arms ({', '.join(cfg.pipeline.arms)})")
     if checkpoint:
         p = Path(checkpoint)
-        if not ev.is_checkpoint(p):
+        if not runs.is_checkpoint(p):
             raise fconfig.ConfigError(f"--checkpoint {p}: not a Hugging Face checkpoint folder (config.json + weights)")
-        return [str(p)]
+        return [(str(p), None)]
     root = Path(cfg.train.runs_dir) / arm if arm else Path(cfg.train.runs_dir)
-    run_dirs = [Path(run)] if run else list(ev.iter_run_dirs(root))
+    run_dirs = [Path(run)] if run else list(runs.iter_run_dirs(root))
     if not run_dirs:
         raise fconfig.ConfigError(f"no run with checkpoints under {root}/ (train first, or pass --checkpoint)")
-    out = []
-    for d in run_dirs:
-        try:
-            out += [str(p) for _, p in ev.run_checkpoints(d, cfg.eval.checkpoints)]
-        except FileNotFoundError as e:
-            raise fconfig.ConfigError(str(e)) from None
-    return out
+    try:
+        return plan.evaluation_shards(cfg, [(d, arm) for d in run_dirs])
+    except FileNotFoundError as e:
+        raise fconfig.ConfigError(str(e)) from None
 
 
-@flow(name="evaluate")
-def evaluate(
-    config: dict[str, Any] | None = None, run: str | None = None, checkpoint: str | None = None, arm: str | None = None
-) -> dict[str, Any]:
-    """Evaluate the selected checkpoints on eval.benchmarks; return the written parts. With ``arm`` the
-    parts go to ``<eval.results_dir>/samples/<arm>/`` (the folder DVC's evaluate@<arm> owns)."""
-    cfg = fconfig.from_dict(config or {})
-    problem_paths = {b: str(Path(cfg.data.out_dir) / "problems" / f"{b}.parquet") for b in cfg.eval.benchmarks}
-    parts: list[dict[str, Any]] = []
-    for ck in checkpoints_to_evaluate(cfg, run, checkpoint, arm):
-        parts += tasks.evaluate_checkpoint(
-            ck, problem_paths, cfg.eval.results_dir, cfg.eval.n_samples, sampling_options(cfg),
-            split=cfg.eval.split, max_problems=cfg.eval.max_problems, skip_existing=cfg.eval.skip_existing,
-            metadata={"config": cfg.to_dict()}, group=arm,
-        )
+def evaluate_shards(cfg: fconfig.Config, shards: Sequence[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """Evaluate each (checkpoint, group) on eval.benchmarks, one task per checkpoint submitted to the current
+    flow's task runner; return every written part ({run_id, benchmark, step, path, rows, pass_rate})."""
+    sampling = plan.sampling_options(cfg)
+    paths = plan.problem_paths(cfg)
+    futures = [
+        tasks.evaluate_checkpoint.submit(
+            ck, paths, cfg.eval.results_dir, cfg.eval.n_samples, sampling, split=cfg.eval.split,
+            max_problems=cfg.eval.max_problems, skip_existing=cfg.eval.skip_existing,
+            metadata={"config": cfg.to_dict()}, group=group)
+        for ck, group in shards
+    ]
+    return [part for f in futures for part in f.result()]
+
+
+@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=1))
+def evaluate(config: fconfig.Config | None = None, run: str | None = None, checkpoint: str | None = None,
+             arm: str | None = None) -> dict[str, Any]:
+    """Evaluate the selected checkpoints on eval.benchmarks, one at a time; return the written parts. With
+    ``arm`` the parts go to ``<eval.results_dir>/samples/<arm>/`` (the folder DVC's evaluate@<arm> owns)."""
+    cfg = config_or_params(config)
+    parts = evaluate_shards(cfg, checkpoints_to_evaluate(cfg, run, checkpoint, arm))
     _publish(parts)
     return {"results_dir": cfg.eval.results_dir, "parts": parts}
 
@@ -113,9 +101,8 @@ def register(app: typer.Typer) -> None:
         try:
             checkpoints_to_evaluate(cfg, run, checkpoint, arm)
         except fconfig.ConfigError as e:
-            typer.secho(f"fade evaluate: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-        out = evaluate(cfg.to_dict(), run=run, checkpoint=checkpoint, arm=arm)
+            raise fail("evaluate", e) from None
+        out = evaluate(cfg, run=run, checkpoint=checkpoint, arm=arm)
         for p in out["parts"]:
             typer.echo(f"{p['run_id']} step {p['step']} {p['benchmark']}: {p['rows']} samples, "
                        f"pass rate {p['pass_rate']:.3f} -> {p['path']}")

@@ -1,10 +1,13 @@
 """The `prepare` stage: every configured benchmark -> data/problems/<benchmark>.parquet + data card.
 
 Reads the ``data`` section of the config (benchmarks, sources, countdown, livecodebench, aime_years,
-on_bad_rows, decontaminate, decontamination_ngram/threshold, out_dir) and writes, under ``out_dir``:
+aime_year, taco, code_prelude, gold, on_bad_rows, decontaminate, decontamination_ngram/threshold,
+out_dir) and writes, under ``out_dir``:
 
-    problems/<benchmark>.parquet    one validated problem table per benchmark
-    card.md, card.json              counts, selections, dropped bad rows, decontamination findings
+    problems/<benchmark>.parquet    one validated problem table per benchmark (gold_pass per row where
+                                    reference solutions were run)
+    card.md, card.json              counts, selections, dropped bad rows, gold pass rates,
+                                    special-judge rows, decontamination findings
     config.yaml                     the resolved config that produced them
 
 `fade prepare [--params params.yaml] [--set data.benchmarks=[countdown,humaneval]]` runs this flow.

@@ -13,14 +13,14 @@ import typer
 from prefect import flow
 
 from fade_core import config as fconfig
-from flows.options import ParamsOpt, SetOpt, load_config
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import report as tasks
 
 
 @flow(name="report")
-def report(config: dict[str, Any] | None = None) -> dict[str, Any]:
+def report(config: fconfig.Config | None = None) -> dict[str, Any]:
     """Build the report of eval.results_dir into report.out_dir/report.name; return the paths."""
-    cfg = fconfig.from_dict(config or {})
+    cfg = config_or_params(config)
     out_dir = Path(cfg.report.out_dir) / cfg.report.name
     out = tasks.build_report(
         cfg.eval.results_dir, str(out_dir), title=cfg.report.title, params_yaml=cfg.to_yaml(),
@@ -42,10 +42,9 @@ def register(app: typer.Typer) -> None:
         """Figures (PNG/SVG), a self-contained index.html and TensorBoard event files of the aggregated results."""
         cfg = load_config(params, overrides)
         try:
-            out = report(cfg.to_dict())
+            out = report(cfg)
         except FileNotFoundError as e:
-            typer.secho(f"fade report: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1) from None
+            raise fail("report", e, code=1) from None
         typer.echo(f"report: {out['html']}")
         for name, why in out["missing"].items():
             typer.echo(f"figure {name} not drawn: {why}")

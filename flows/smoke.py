@@ -48,7 +48,7 @@ def smoke(params_path: str = "params.yaml", overrides: list[str] | None = None) 
         "params_found": Path(params_path).exists(),
         "config_fingerprint": cfg.fingerprint(),
         "methods": advantages.names(),
-        "arms": {k: a.describe() for k, a in cfg.pipeline.arms.items()},
+        "arms": {k: a.label for k, a in cfg.pipeline.arms.items()},
         "seeds": list(cfg.pipeline.seeds),
         "device": cfg.compute.device,
         "cuda_devices": torch.cuda.device_count(),

@@ -2,12 +2,13 @@
 
     fade sweep --methods grpo,power --seeds 0,1 --grid power.alpha=1,2,3
 
-Every (method, grid point, seed) is one training run, tagged with the sweep's name and the method,
-submitted to the task runner (Dask under `fade sweep`), cached on its inputs and the code (a finished run
-is never repeated) and retried a bounded number of times when it fails. The last checkpoint of every run
-is then evaluated, and the sweep's results are aggregated and reported under
-``results/<pipeline.name>-sweep/``. The scheduled deployment `nightly-baselines` (prefect.yaml) runs
-this flow.
+Every (method, grid point, seed) is one arm x seed of a comparison run by the pipeline's stages
+(flows.pipeline.compare): each training run is tagged with the sweep's name and the method, submitted to
+the task runner (Dask under `fade sweep`), cached on its config and the code (a finished run is never
+repeated) and retried a bounded number of times when it fails; the base model and the checkpoints
+``eval.checkpoints`` keeps (a sweep's default: the last, :data:`SWEEP_DEFAULTS`) are evaluated, and the
+results aggregated and reported under ``results/<pipeline.name>-sweep/``. The scheduled deployment
+`nightly-baselines` (prefect.yaml) runs this flow.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from prefect import flow, get_run_logger, tags
+from prefect import flow
 
 from fade_core import config as fconfig
-from flows.options import ParamsOpt, SetOpt
+from fade_core import plan
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
+from flows.pipeline import compare
 
 STATIC_BASELINES = ["grpo", "dr_grpo", "rloo", "dapo", "power", "asym_grpo", "passk"]
 
@@ -53,59 +56,32 @@ def sweep_arms(methods: list[str], grid: dict[str, list[Any]]) -> dict[str, fcon
     return arms
 
 
-def sweep_config(params_path: str, overrides: list[str] | None, methods: list[str] | None, seeds: list[int] | None,
-                 grid: dict[str, list[Any]] | None, results: str = "results") -> fconfig.Config:
-    """The sweep as a pipeline config: its arms and seeds, outputs under results/<name>-sweep/."""
-    from flows.pipeline import place_outputs
+SWEEP_DEFAULTS = ["eval.checkpoints=last", "eval.skip_existing=true"]
+"""A sweep's defaults on top of params.yaml (``--set`` wins): evaluate each run's last checkpoint, and keep
+evaluations already stored (a nightly sweep re-evaluates nothing it has)."""
 
-    cfg = fconfig.load(params_path, overrides)
+
+def sweep_config(cfg: fconfig.Config, methods: list[str] | None, seeds: list[int] | None,
+                 grid: dict[str, list[Any]] | None, results: str = "results") -> fconfig.Config:
+    """The sweep as a comparison config: its arms and seeds, named <pipeline.name>-sweep, outputs placed under
+    results/<name>-sweep/. The arms are new input, so the result is validated (every method and parameter)."""
     arms = sweep_arms(list(methods or STATIC_BASELINES), dict(grid or {}))
     d = cfg.to_dict()
     d["pipeline"]["arms"] = {k: a.model_dump(mode="json") for k, a in arms.items()}
     d["pipeline"]["seeds"] = list(seeds) if seeds else cfg.pipeline.seeds
     d["pipeline"]["name"] = f"{cfg.pipeline.name}-sweep"
-    cfg = fconfig.from_dict(d)  # validates every arm's method and parameters
-    return place_outputs(cfg, Path(results) / cfg.pipeline.name)
+    swept = fconfig.from_dict(d)
+    return plan.place_outputs(swept, plan.results_root(swept, results))
 
 
 @flow(name="sweep", log_prints=True)
-def sweep(methods: list[str] | None = None, seeds: list[int] | None = None, grid: dict[str, list] | None = None,
-          params_path: str = "params.yaml", overrides: list[str] | None = None) -> dict[str, Any]:
-    """Train (cached, retried), evaluate, aggregate and report every arm x seed of the sweep."""
-    from flows.aggregate import aggregate
-    from flows.evaluate import sampling_options
-    from flows.pipeline import run_configs
-    from flows.prepare import prepare
-    from flows.report import report
-    from flows.warmstart import warmstart
-    from tasks import evaluate as eval_tasks
-    from tasks.sweep import code_version, train_cached
-
-    log = get_run_logger()
-    cfg = sweep_config(params_path, overrides, methods, seeds, grid)
-    prepare(cfg.to_dict())
-    if cfg.model.name_or_path == "builtin:tiny":
-        warmstart(cfg.to_dict(), progress=False)
-    code = code_version()
-    futures = []
-    for arm, seed, rc in run_configs(cfg):
-        with tags("fade-sweep", cfg.pipeline.name, f"arm:{arm}", f"method:{rc['train']['method']}", f"seed:{seed}"):
-            futures.append((arm, train_cached.submit(rc, code)))
-    problem_paths = {b: str(Path(cfg.data.out_dir) / "problems" / f"{b}.parquet") for b in cfg.eval.benchmarks}
-    evals = []
-    for arm, fut in futures:
-        res = fut.result()
-        log.info("run %s done: %s", arm, res["run_dir"])
-        evals.append(eval_tasks.evaluate_checkpoint.submit(
-            res["checkpoints"][-1], problem_paths, cfg.eval.results_dir, cfg.eval.n_samples, sampling_options(cfg),
-            split=cfg.eval.split, max_problems=cfg.eval.max_problems, skip_existing=True,
-            metadata={"config": cfg.to_dict()}, group=arm))
-    for f in evals:
-        f.result()
-    aggregate(cfg.to_dict())
-    rep = report(cfg.to_dict())
-    index = str(Path(cfg.report.out_dir) / cfg.report.name / "index.html")
-    return {"arms": list(cfg.pipeline.arms), "runs": len(futures), "report": index, "outputs": rep}
+def sweep(config: fconfig.Config | None = None, methods: list[str] | None = None, seeds: list[int] | None = None,
+          grid: dict[str, list] | None = None, results: str = "results") -> dict[str, Any]:
+    """Train (cached, retried), evaluate, aggregate and report every arm x seed of the sweep of ``config``
+    (None: params.yaml with :data:`SWEEP_DEFAULTS`)."""
+    cfg = sweep_config(config_or_params(config, SWEEP_DEFAULTS), methods, seeds, grid, results)
+    out = compare(cfg, cached=True, extra_tags=("fade-sweep", cfg.pipeline.name))
+    return {**out, "arms": list(cfg.pipeline.arms), "run_dirs": out["runs"], "runs": len(out["runs"])}
 
 
 def register(app: typer.Typer) -> None:
@@ -115,19 +91,20 @@ def register(app: typer.Typer) -> None:
         methods: Annotated[str, typer.Option("--methods", help="Comma-separated methods.")] = ",".join(STATIC_BASELINES),
         seeds: Annotated[str | None, typer.Option("--seeds", help="Comma-separated seeds (default: pipeline.seeds).")] = None,
         grid: Annotated[list[str] | None, typer.Option("--grid", help="METHOD.PARAM=V1,V2,... (repeatable).")] = None,
+        results: Annotated[str, typer.Option("--results", help="Parent folder of results/<pipeline.name>-sweep/.")] = "results",
         params: ParamsOpt = Path("params.yaml"),
         overrides: SetOpt = None,
     ) -> None:
         """Sweep the static baselines: methods x seeds x grid, cached and retried; then evaluate and report."""
         from flows.pipeline import task_runner
 
+        cfg = load_config(params, SWEEP_DEFAULTS + list(overrides or []))
         try:
             method_list = [m.strip() for m in methods.split(",") if m.strip()]
             seed_list = [int(s) for s in seeds.split(",")] if seeds else None
             grid_d = parse_grid(grid)
-            cfg = sweep_config(str(params), overrides, method_list, seed_list, grid_d)
+            swept = sweep_config(cfg, method_list, seed_list, grid_d, results)
         except (fconfig.ConfigError, ValueError) as e:
-            typer.secho(f"fade sweep: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-        out = sweep.with_options(task_runner=task_runner(cfg))(method_list, seed_list, grid_d, str(params), overrides)
+            raise fail("sweep", e) from None
+        out = sweep.with_options(task_runner=task_runner(swept))(cfg, method_list, seed_list, grid_d, results)
         typer.echo(f"sweep of {out['runs']} runs finished; report: {out['report']}")

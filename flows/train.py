@@ -4,42 +4,71 @@ Reads config sections train (method, params, steps, batch, loss, optimiser, chec
 (engine, temperature, top_p, max_new_tokens), model (name_or_path, dtype), warmstart (out_dir: the
 built-in base model), data (out_dir: problems/<train.benchmark>.parquet) and compute (device, ranks,
 deepspeed_config, workers, torch_threads). Writes ``runs/<run_id>/{config.yaml, metrics.jsonl,
-metrics.duckdb, checkpoints/step-N/}``; a rerun of the same config resumes from the last checkpoint.
+metrics.duckdb, checkpoints/step-N/}`` (fade_core.runs); a rerun of the same config resumes from its last
+checkpoint.
 
-`fade train --set train.method=power --set train.params.alpha=2` runs this flow; `fade train --arm power2`
-trains one pipeline arm for every pipeline seed into runs/power2/ (the DVC stage's command).
+`fade train --set train.method=power --set train.params.alpha=3` trains the config's own run; `fade train
+--arm power2` trains one pipeline arm for every pipeline seed into runs/power2/ (the DVC stage's command).
+:func:`train_runs` is the training fan-out, the one that `fade run` (flows/pipeline.py) and `fade sweep` use
+too: a task per run, submitted to the flow's task runner (Dask there; one at a time here).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from prefect import flow
+from prefect import flow, get_run_logger, tags
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from fade_core import config as fconfig
-from fade_core import trainer
-from flows.options import ParamsOpt, SetOpt, load_config
+from fade_core import plan
+from fade_core import runs as runs_lib
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import train as tasks
 
 
-@flow(name="train")
-def train(config: dict[str, Any] | None = None, problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
-    """Train one RL run; return its id, folder, checkpoints and last metrics."""
-    cfg = fconfig.from_dict(config or {})
-    trainer.base_model_path(cfg)  # fail early, naming what is missing
-    return tasks.train_run(cfg.to_dict(), problems_path, progress)
+def train_runs(plans: Sequence[plan.RunPlan], *, problems_path: str | None = None, progress: bool = False,
+               cached: bool = False, extra_tags: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Train every run of ``plans`` (one task each, submitted to the current flow's task runner) and return
+    the tasks' results in plan order. ``cached``: the sweep's task, cached on the run's config and the code
+    (tasks/sweep.py). Each run is tagged with its arm, method and seed (and ``extra_tags``)."""
+    from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+    log = get_run_logger()
+    if cached:
+        from tasks.sweep import code_version, train_cached
+
+        code = code_version()
+    futures = []
+    for p in plans:
+        with tags(*extra_tags, f"arm:{p.arm or p.config.train.label or p.config.train.method}",
+                  f"method:{p.config.train.method}", f"seed:{p.seed}"):
+            futures.append(train_cached.submit(p.config, code) if cached
+                           else tasks.train_run.submit(p.config, problems_path, progress))
+    artifact = create_progress_artifact(progress=0.0, key="fade-train", description="Training runs finished")
+    results = []
+    for i, (p, fut) in enumerate(zip(plans, futures, strict=True), 1):
+        res = fut.result()
+        results.append(res)
+        update_progress_artifact(artifact, progress=100.0 * i / len(plans))
+        last = res.get("last_metrics") or runs_lib.last_record(Path(res["run_dir"]))  # a finished run resumed
+        log.info("trained %s seed %d -> %s (final reward %.3f)", p.arm or p.config.train.method, p.seed,
+                 res["run_dir"], last.get("reward_mean", float("nan")))
+    return results
 
 
-def arm_configs(cfg: fconfig.Config, arm: str) -> list[dict[str, Any]]:
-    """The training configs of one pipeline arm, one per pipeline seed (runs go to <train.runs_dir>/<arm>/),
-    exactly as `fade run` builds them (flows.pipeline.run_configs)."""
-    from flows.pipeline import run_configs
-
-    if arm not in cfg.pipeline.arms:
-        raise fconfig.ConfigError(f"--arm {arm!r}: not in pipeline.arms ({', '.join(cfg.pipeline.arms)})")
-    return [rc for name, _seed, rc in run_configs(cfg) if name == arm]
+@flow(name="train", task_runner=ThreadPoolTaskRunner(max_workers=1))
+def train(config: fconfig.Config | None = None, arm: str | None = None, problems_path: str | None = None,
+          progress: bool = False) -> dict[str, Any]:
+    """Train the config's own run, or (``arm``) that pipeline arm for every pipeline seed, one run at a time;
+    return {"runs": [{run_id, run_dir, checkpoints, last_metrics, ...}]}."""
+    cfg = config_or_params(config)
+    plan.base_model_path(cfg)  # fail early, naming what is missing
+    plans = plan.run_plans(cfg, [arm]) if arm else [plan.single_run(cfg)]
+    return {"runs": train_runs(plans, problems_path=problems_path, progress=progress)}
 
 
 def register(app: typer.Typer) -> None:
@@ -55,20 +84,19 @@ def register(app: typer.Typer) -> None:
         overrides: SetOpt = None,
     ) -> None:
         """RL-train the base model with an advantage method; records metrics and checkpoints under runs/<run_id>/."""
-        sets = ([f"train.method={method}"] if method else []) + list(overrides or [])
-        cfg = load_config(params, sets)
+        cfg = load_config(params, ([f"train.method={method}"] if method else []) + list(overrides or []))
         try:
-            configs = arm_configs(cfg, arm) if arm else [cfg.to_dict()]
-            trainer.base_model_path(cfg)
-            outs = [train(c, problems_path=problems, progress=progress) for c in configs]
-        except (fconfig.ConfigError, FileNotFoundError) as e:
-            typer.secho(f"fade train: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-        for out in outs:
-            typer.echo(f"run: {out['run_dir']}")
-            for ck in out["checkpoints"]:
+            if arm:
+                plan.run_plans(cfg, [arm])
+            plan.base_model_path(cfg)
+        except (ValueError, FileNotFoundError) as e:
+            raise fail("train", e) from None
+        out = train(cfg, arm=arm, problems_path=problems, progress=progress)
+        for res in out["runs"]:
+            typer.echo(f"run: {res['run_dir']}")
+            for ck in res["checkpoints"]:
                 typer.echo(f"checkpoint: {ck}")
-            last = out["last_metrics"]
+            last = res["last_metrics"]
             if last:
                 typer.echo(f"last step {last.get('step')}: reward {last.get('reward_mean', float('nan')):.3f}, "
                            f"entropy {last.get('entropy', float('nan')):.3f}")

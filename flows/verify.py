@@ -1,4 +1,6 @@
 """`fade verify SAMPLES PROBLEMS [--out FILE]`: score a samples file against a problems file.
+`fade verify --self-test`: run the sandbox's self-test on every backend and print the guarantees in
+force (exit 2 when no backend isolates the file system, the network and per-sample state).
 
 SAMPLES is JSON lines or parquet with at least ``problem_id`` and ``completion`` (other columns, e.g.
 ``sample_index``, are kept); PROBLEMS is a problems parquet (the problem table). Every sample is scored
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
@@ -98,28 +101,62 @@ def summary_rows(res: pd.DataFrame) -> list[tuple[str, str, int, int, float, str
     return rows
 
 
+def self_test_report(backend: str = "auto") -> tuple[list[str], bool]:
+    """Lines describing each backend's self-test and the one ``backend`` resolves to, and whether a
+    backend with every required guarantee was found."""
+    from fade_core.sandbox import SandboxUnavailable, isolation, selftest
+
+    parent = os.environ.get("FADE_SANDBOX_CGROUP") or None
+    lines = [f"fade sandbox self-test: uid {os.geteuid()}, Python {os.path.realpath(sys.executable)}, "
+             f"prefix {sys.prefix}", f"per-sample cgroups: {selftest.describe()}"]  # fmt: skip
+    for b in isolation.PREFERENCE:
+        g = isolation.tested(b, parent)
+        verdict = "passes" if not g.missing() else "REFUSED (no " + ", ".join(g.missing()) + ")"
+        lines += ["", f"[{b}] {verdict}", *("  " + ln for ln in g.lines()[1:])]
+    try:
+        iso = isolation.resolve(backend, cgroup_parent=parent)
+    except SandboxUnavailable as e:
+        return [*lines, "", f"in force: NONE: {e}"], False
+    g = iso.guarantees
+    lines += ["", f"in force ({backend}): {iso.backend}"]
+    if iso.backend not in isolation.PREFERENCE and g is not None:
+        lines += ["  " + ln for ln in g.lines()[1:]]
+    return lines, g is not None and not g.missing()
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``verify`` command to the fade CLI."""
 
     @app.command("verify")
     def verify_command(
-        samples: Annotated[Path, typer.Argument(help="Samples: JSON lines or parquet with problem_id, completion.")],
-        problems: Annotated[Path, typer.Argument(help="Problems parquet (the problem table).")],
+        samples: Annotated[Path | None, typer.Argument(help="Samples: JSON lines or parquet with problem_id, completion.")] = None,
+        problems: Annotated[Path | None, typer.Argument(help="Problems parquet (the problem table).")] = None,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="Verdicts file (.jsonl or .parquet).")] = None,
         workers: Annotated[int | None, typer.Option("--workers", "-w", min=1, help="Sandbox/math workers (default: one per CPU).")] = None,
         unsafe: Annotated[
             bool, typer.Option("--unsafe", help="Run code WITHOUT namespace isolation when no sandbox backend works.")
         ] = False,
+        self_test: Annotated[
+            bool, typer.Option("--self-test", help="Test the sandbox backends here and print the guarantees in force.")
+        ] = False,
+        backend: Annotated[str, typer.Option("--backend", help="Sandbox backend: auto, bwrap, unshare or none.")] = "auto",
     ) -> None:
-        """Score a samples file against a problems file and print a summary."""
+        """Score a samples file against a problems file and print a summary (or, with --self-test,
+        print what the sandbox guarantees here)."""
         from rich.console import Console
         from rich.table import Table
 
         from fade_core import verifiers
-        from fade_core.sandbox import SandboxUnavailable
+        from fade_core.sandbox import SandboxUnavailable, use_settings
 
-        if unsafe:
-            os.environ["FADE_SANDBOX_UNSAFE"] = "1"
+        use_settings(backend=backend, unsafe=True if unsafe else None)
+        if self_test:
+            lines, ok = self_test_report(backend)
+            typer.echo("\n".join(lines))
+            raise typer.Exit(0 if ok else 2)
+        if samples is None or problems is None:
+            typer.secho("fade verify: give SAMPLES and PROBLEMS (or --self-test)", fg=typer.colors.RED, err=True)
+            raise typer.Exit(2)
         console = Console()
         try:
             path, res = verify_samples(samples, problems, out, workers=workers)

@@ -19,21 +19,22 @@ import typer
 from prefect import flow
 
 from fade_core import config as fconfig
-from flows.options import ParamsOpt, SetOpt, load_config
+from fade_core import plan
+from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import warmstart as tasks
 
 
 @flow(name="warmstart")
-def warmstart(config: dict[str, Any] | None = None, eval_problems: int = 0, eval_samples: int = 64,
+def warmstart(config: fconfig.Config | None = None, eval_problems: int = 0, eval_samples: int = 64,
               progress: bool = True) -> dict[str, Any]:
     """Warm-start the built-in tiny model; return the written paths and measurements."""
-    cfg = fconfig.from_dict(config or {})
-    if cfg.model.name_or_path != "builtin:tiny":
+    cfg = config_or_params(config)
+    if not plan.needs_warmstart(cfg):
         raise fconfig.ConfigError(
             f"model.name_or_path={cfg.model.name_or_path!r}: the warm start pre-trains the built-in tiny model only "
             "(a local checkpoint is already a base model: train from it directly)"
         )
-    return tasks.warmstart_model(cfg.to_dict(), eval_problems, eval_samples, progress)
+    return tasks.warmstart_model(cfg, eval_problems, eval_samples, progress)
 
 
 def register(app: typer.Typer) -> None:
@@ -50,10 +51,9 @@ def register(app: typer.Typer) -> None:
         """Pre-train the built-in tiny model on countdown (correct_fraction knob) -> warmstart.out_dir."""
         cfg = load_config(params, overrides)
         try:
-            out = warmstart(cfg.to_dict(), eval_problems=eval_problems, eval_samples=eval_samples, progress=progress)
+            out = warmstart(cfg, eval_problems=eval_problems, eval_samples=eval_samples, progress=progress)
         except fconfig.ConfigError as e:
-            typer.secho(f"fade warmstart: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
+            raise fail("warmstart", e) from None
         typer.echo(f"base model: {out['out_dir']} ({out['num_parameters']} parameters, loss {out['final_loss']:.3f}, "
                    f"{out['seconds']:.0f} s)")
         for ck in out["checkpoints"]:

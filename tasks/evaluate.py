@@ -9,6 +9,7 @@ from typing import Any
 from prefect import task
 
 from fade_core import evaluate as ev
+from fade_core import runs
 from fade_core.store import ResultsStore
 
 
@@ -30,7 +31,7 @@ def evaluate_checkpoint(
     problem_paths: dict[str, str],
     results_dir: str,
     n_samples: int,
-    sampling: dict[str, Any],
+    sampling: ev.SamplingOptions,
     *,
     split: str = "test",
     max_problems: int | None = None,
@@ -43,7 +44,7 @@ def evaluate_checkpoint(
     from rich.progress import Progress
 
     tables = load_problem_tables(problem_paths, split=split, max_problems=max_problems)
-    ident = ev.identify_checkpoint(checkpoint)
+    ident = runs.identify_checkpoint(checkpoint)
     store = ResultsStore(results_dir, group=group)
     with Progress(transient=True) as bar:
         job = bar.add_task(f"evaluate {ident.run_id} step {ident.step}", total=None)
@@ -52,7 +53,7 @@ def evaluate_checkpoint(
             bar.update(job, description=f"evaluate {label}", completed=done, total=total)
 
         paths = ev.evaluate_checkpoints([(ident, Path(checkpoint))], tables, n_samples, store,
-                                        ev.SamplingOptions(**sampling), skip_existing=skip_existing,
+                                        sampling, skip_existing=skip_existing,
                                         metadata=metadata, progress=progress)
     out = []
     for p in paths:

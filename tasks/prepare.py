@@ -19,8 +19,9 @@ from fade_core.data import card, decontamination
 def prepare_benchmark(
     benchmark: str, source: str | None, options: dict[str, Any], out_path: str
 ) -> dict[str, Any]:
-    """Load one benchmark (validated), write it to ``out_path`` (parquet); return the path, the row
-    count, the bad rows dropped and the rows a selection left out."""
+    """Load one benchmark (validated; reference solutions run when ``options`` has ``gold``), write it
+    to ``out_path`` (parquet); return the path, the row count, the bad rows dropped, the rows left out
+    on purpose, the notes on reading the source and the gold validation summary."""
     res = data.load_result(benchmark, source, **options)
     path = data.write_table(res.table, out_path)
     return {
@@ -30,6 +31,8 @@ def prepare_benchmark(
         "rows": len(res.table),
         "dropped": [i.to_dict() for i in res.dropped],
         "filtered": dict(res.filtered),
+        "notes": list(res.notes),
+        "gold": res.gold,
     }
 
 
@@ -65,7 +68,12 @@ def write_card(results: list[dict[str, Any]], decontaminated: dict[str, Any], ou
     """Summarize the final tables into card.md and card.json under ``out_dir``; return their paths."""
     summaries = {
         r["benchmark"]: card.benchmark_summary(
-            data.read_table(r["path"]), source=r["source"], dropped=r["dropped"], filtered=r["filtered"]
+            data.read_table(r["path"]),
+            source=r["source"],
+            dropped=r["dropped"],
+            filtered=r["filtered"],
+            notes=r.get("notes", ()),
+            gold=r.get("gold"),
         )
         for r in results
     }

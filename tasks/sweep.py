@@ -1,7 +1,7 @@
 """Prefect tasks of the `sweep` flow: cached, retried training runs.
 
 A sweep reruns nothing that already finished: the training task is cached on its inputs (the run's full
-config) and on the code (this task's source plus a hash of every fade_core source file), so a change of
+config, hashed as its JSON) and on the code (this task's source plus a hash of every fade_core source file), so a change of
 a parameter or of the science library retrains exactly the runs it affects.
 """
 
@@ -16,6 +16,7 @@ from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import fade_core
+from fade_core import config as fconfig
 
 
 @lru_cache(maxsize=1)
@@ -31,7 +32,7 @@ def code_version() -> str:
 
 @task(name="sweep-train-run", cache_policy=INPUTS + TASK_SOURCE, retries=2, retry_delay_seconds=5,
       persist_result=True)
-def train_cached(config: dict[str, Any], code: str) -> dict[str, Any]:
+def train_cached(config: fconfig.Config, code: str) -> dict[str, Any]:
     """One training run of the sweep (``code`` = :func:`code_version`, so code changes miss the cache)."""
     from tasks.train import train_run
 

@@ -11,9 +11,10 @@ from fade_core import warmstart
 
 
 @task(name="warmstart-tiny-model")
-def warmstart_model(config: dict[str, Any], eval_problems: int = 0, eval_samples: int = 64, progress: bool = True) -> dict[str, Any]:
+def warmstart_model(config: fconfig.Config, eval_problems: int = 0, eval_samples: int = 64,
+                    progress: bool = True) -> dict[str, Any]:
     """Run the warm start of ``config`` (model.tiny, warmstart, data sections); return what it wrote."""
-    cfg = fconfig.from_dict(config)
+    cfg = config
     if cfg.compute.torch_threads > 0:
         import torch
 

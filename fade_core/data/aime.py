@@ -7,11 +7,15 @@ Common published layouts, all read by the same converter (field names matched ca
     Problem / Answer / ID ("2024-I-4") [/ Solution]     (e.g. Maxwell-Jia/AIME_2024)
     id / problem / solution / answer / url              (e.g. AI-MO/aimo-validation-aime)
 
-Answers come as int or string ("033", "33", "$33$", "\\boxed{033}") and are normalized to the integer's
+Answers come as int or string ("033", "33", "$33$", "\\boxed{033}", "\\fbox{33}") and are normalized to the integer's
 decimal text ("33"); anything that is not an integer in 0..999 is a bad row (field ``answer``).
 
 Year, exam (I/II) and problem number are taken, in order, from: explicit columns (year), the id
-("2024-I-4"), the AoPS url (".../2024_AIME_I_Problems/Problem_4"), the file name ("aime2025-II.jsonl").
+("2024-I-4"), the AoPS url (".../2024_AIME_I_Problems/Problem_4"), the file name and then the names of
+its folders ("aime2025-II.jsonl", "aime25.jsonl", "aime_2025/test.jsonl", "AIME2025-I.parquet": a
+two-digit year right after "aime" is 20xx; elsewhere a year needs four digits), or ``year=``
+(params.yaml ``data.aime_year``), which overrides them all for a file that says nothing or says it
+wrong.
 problem_id is ``aime/<year>-<exam>-<number>`` when all three are known, else ``aime/<id>``, else
 ``aime/<file stem>/<row>``. Filtering by ``years`` needs a known year for every row: a row whose year
 cannot be told is a bad row rather than silently kept or lost (pass ``year=`` for a one-year file).
@@ -28,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from fade_core.data.reading import data_files, read_file, read_hub
+from fade_core.data.reading import data_files, plain_record, read_file, read_hub
 from fade_core.data.schema import (
     BadField,
     DataError,
@@ -49,8 +53,11 @@ _ID = re.compile(
 _URL = re.compile(
     r"(?P<year>(?:19|20)\d\d)_AIME(?:_(?P<exam>I{1,2}))?_Problems/Problem_(?P<num>\d{1,2})", re.I
 )
-_FILE = re.compile(r"(?P<year>(?:19|20)\d\d)(?:[-_ ]?(?P<exam>I{1,2})(?![a-z]))?", re.I)
-_BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+_AIME_NAME = re.compile(
+    r"aime[-_ ]?(?P<year>(?:19|20)\d\d|\d\d)(?!\d)(?:[-_ ]?(?P<exam>I{1,2})(?![a-z]))?", re.I
+)
+_YEAR_NAME = re.compile(r"(?<!\d)(?P<year>(?:19|20)\d\d)(?!\d)(?:[-_ ]?(?P<exam>I{1,2})(?![a-z]))?", re.I)
+_BOXED = re.compile(r"\\(?:boxed|fbox|framebox)\s*\{([^{}]*)\}")
 
 
 def normalize_answer(value: Any) -> str:
@@ -86,8 +93,21 @@ def _field(rec: dict[str, Any], *names: str) -> Any:
     return None
 
 
-def identify(rec: dict[str, Any], file_stem: str) -> dict[str, Any]:
-    """(year, exam, number) from the row's fields, id, url, then the file name; unknown -> None."""
+def name_year(names: list[str]) -> re.Match[str] | None:
+    """The year (and exam) a file or folder name tells, looking at ``names`` in order (the file's
+    stem first, then its folders, innermost first). A year right after "aime" (two or four digits)
+    counts in any of them; a bare four-digit year only in the file's own name (a folder such as
+    /tmp/run2019x says nothing about AIME)."""
+    for i, name in enumerate(names):
+        m = _AIME_NAME.search(name) or (_YEAR_NAME.search(name) if i == 0 else None)
+        if m:
+            return m
+    return None
+
+
+def identify(rec: dict[str, Any], names: list[str] | str) -> dict[str, Any]:
+    """(year, exam, number) from the row's fields, id, url, then the file and folder ``names``
+    (see :func:`name_year`); unknown -> None."""
     found: dict[str, Any] = {"year": None, "exam": None, "number": None}
 
     def take(m: re.Match[str] | None) -> None:
@@ -96,7 +116,10 @@ def identify(rec: dict[str, Any], file_stem: str) -> dict[str, Any]:
         for k, g in (("year", "year"), ("exam", "exam"), ("number", "num")):
             v = m.groupdict().get(g)
             if v and found[k] is None:
-                found[k] = int(v) if k != "exam" else v.upper()
+                if k == "year":
+                    found[k] = 2000 + int(v) if len(v) == 2 else int(v)
+                else:
+                    found[k] = int(v) if k == "number" else v.upper()
 
     y = _field(rec, "year")
     if y is not None:
@@ -110,7 +133,7 @@ def identify(rec: dict[str, Any], file_stem: str) -> dict[str, Any]:
     url = _field(rec, "url", "link")
     if isinstance(url, str):
         take(_URL.search(url))
-    take(_FILE.search(file_stem))
+    take(name_year([names] if isinstance(names, str) else names))
     if found["number"] is None:
         n = _field(rec, "problem_number", "number")
         if isinstance(n, int) or (isinstance(n, str) and n.isdigit()):
@@ -125,10 +148,16 @@ def level_of(number: int | None) -> str:
 
 
 def convert_row(
-    rec: dict[str, Any], *, origin: Origin, file_stem: str, year: int | None = None
+    rec: dict[str, Any],
+    *,
+    origin: Origin,
+    file_stem: str,
+    year: int | None = None,
+    folders: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """One AIME record in any known layout -> one problem row (raises BadField)."""
-    rec = require_record(rec)
+    """One AIME record in any known layout -> one problem row (raises BadField). ``folders``: the
+    names of the file's folders, innermost first (a year may be there: ``aime25/test.jsonl``)."""
+    rec = plain_record(require_record(rec))
     text = _field(rec, "problem", "question", "prompt")
     if not isinstance(text, str) or not text.strip():
         raise BadField("problem", "missing or empty (looked for problem / question / prompt)")
@@ -136,7 +165,7 @@ def convert_row(
     if raw_answer is None:
         raise BadField("answer", "missing")
     answer = normalize_answer(raw_answer)
-    ident = identify(rec, file_stem)
+    ident = identify(rec, [file_stem, *folders])
     if year is not None:
         ident["year"] = year
     rid = _field(rec, "id")
@@ -190,37 +219,48 @@ def load(
     contest_date is January 1st of the exam year: a coarse date for date windows (exams are in Feb)."""
     src = str(source or HUB_ID)
     keep = set(years or ())
+    if year is not None and not 1983 <= int(year) <= 2100:
+        raise ValueError(f"aime year={year!r} is not an AIME year (the AIME started in 1983)")
     p = Path(src).expanduser()
+    notes: list[str] = []
+
+    def folders_of(f: Path) -> tuple[str, ...]:
+        return tuple(reversed(f.resolve().parent.parts[-3:]))
+
     if p.is_dir():
         files = data_files(p)
         if not files:
             raise DataError(f"{src}: no data files (.jsonl, .json, .parquet) in this folder")
-        streams = [(f.name.split(".")[0], read_file(f)) for f in files]
+        streams = [(f.name.split(".")[0], folders_of(f), read_file(f, notes=notes)) for f in files]
     elif p.is_file():
-        streams = [(p.name.split(".")[0], read_file(p))]
+        streams = [(p.name.split(".")[0], folders_of(p), read_file(p, notes=notes))]
     elif src.startswith((".", "/", "~")) or src.endswith((".jsonl", ".json", ".parquet")):
         raise DataError(f"{src}: no such file or folder")
     else:
-        streams = [(src.rsplit("/", 1)[-1], read_hub(src, split, **dict(hub_options or {})))]
+        streams = [(src.rsplit("/", 1)[-1], (), read_hub(src, split, **dict(hub_options or {})))]
     filtered: dict[str, int] = {}
 
-    def records() -> Iterator[tuple[Origin, tuple[Origin, str, dict[str, Any]]]]:
-        for stem, stream in streams:
+    def records() -> Iterator[tuple[Origin, tuple[Origin, str, tuple[str, ...], dict[str, Any]]]]:
+        for stem, folders, stream in streams:
             for origin, rec in stream:
-                yield origin, (origin, stem, rec)
+                yield origin, (origin, stem, folders, rec)
 
-    def convert(item: tuple[Origin, str, dict[str, Any]]) -> dict[str, Any] | None:
-        origin, stem, rec = item
-        row = convert_row(rec, origin=origin, file_stem=stem, year=year)
+    def convert(item: tuple[Origin, str, tuple[str, ...], dict[str, Any]]) -> dict[str, Any] | None:
+        origin, stem, folders, rec = item
+        row = convert_row(rec, origin=origin, file_stem=stem, year=year, folders=folders)
         if keep:
             y = json.loads(row["metadata"])["year"]
             if y is None:
                 raise BadField(
-                    "year", f"unknown (no year/id/url/file name tells it), cannot apply years={sorted(keep)}"
+                    "year",
+                    f"unknown (no year/id/url/file or folder name tells it), cannot apply years={sorted(keep)}; "
+                    "give it with data.aime_year (year=)",
                 )
             if y not in keep:
                 filtered["year not selected"] = filtered.get("year not selected", 0) + 1
                 return None
         return row
 
-    return build_table(records(), convert, benchmark=BENCHMARK, on_bad_rows=on_bad_rows, filtered=filtered)
+    return build_table(
+        records(), convert, benchmark=BENCHMARK, on_bad_rows=on_bad_rows, filtered=filtered, notes=notes
+    )

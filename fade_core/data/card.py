@@ -1,8 +1,12 @@
 """The data card: what `fade prepare` produced, as JSON (for machines) and Markdown (for people).
 
 Per benchmark: rows, counts by split, kind, normalized difficulty level and the source's own difficulty
-labels (summarized as min/median/max when they are numbers, e.g. countdown's shares), rows left out by a
-selection (version, date window, year) and bad rows dropped (each with file, row, field and reason).
+labels (summarized as min/median/max when they are numbers, e.g. countdown's shares), rows left out on
+purpose (a selection: version, date window, year; special-judge rows nothing can decide; rows whose
+reference solutions fail), bad rows dropped (each with file, row, field and reason), notes on how the
+source was read (files ignored, a JSON array named .jsonl), the gold validation of reference solutions
+(rows validated, passed, failed, the gold pass rate, the failures) and the special-judge rows by how
+they are judged (a checker, a rule for TACO's cases 2 and 3, the labelled lenient rule).
 Across benchmarks: decontamination findings (exact and near duplicates between training and evaluation
 statements) and the training problems dropped for them. No timestamps, so the same inputs give the same
 card byte for byte (DVC-friendly).
@@ -39,12 +43,30 @@ def _difficulty_labels(s: pd.Series) -> dict[str, Any]:
     return _counts(s)
 
 
+def special_judge_summary(table: pd.DataFrame) -> dict[str, int]:
+    """Rows flagged special-judge in the table, by the judge that decides them (from metadata)."""
+    from fade_core.sandbox.compare import judge_from_metadata
+
+    out: dict[str, int] = {}
+    for text in table["metadata"]:
+        try:
+            meta = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        if meta.get("special_judge") is True:
+            judge = judge_from_metadata(meta)[0]
+            out[judge] = out.get(judge, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def benchmark_summary(
     table: pd.DataFrame,
     *,
     source: str | None = None,
     dropped: Iterable[RowIssue] = (),
     filtered: Mapping[str, int] | None = None,
+    notes: Iterable[str] = (),
+    gold: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Counts and losses of one prepared benchmark."""
     issues = [i.to_dict() if isinstance(i, RowIssue) else dict(i) for i in dropped]
@@ -62,6 +84,9 @@ def benchmark_summary(
         "filtered": dict(sorted((filtered or {}).items())),
         "dropped_bad_rows": len({(i["file"], i["row"]) for i in issues}),
         "bad_row_issues": issues,
+        "notes": list(notes),
+        "gold": dict(gold) if gold is not None else None,
+        "special_judge": special_judge_summary(table),
     }
 
 
@@ -94,12 +119,59 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out
 
 
+JUDGE_LABELS = {
+    "checker": "decided by the row's checker",
+    "casefold": "case-insensitive rule (TACO case 2)",
+    "numeric": "numeric tolerance rule (TACO case 3)",
+    "special_lenient": "LENIENT any-order tokens (passes some invalid answers)",
+    "no_checker": "undecidable (scored 0)",
+}
+
+
+def _gold_rate(gold: Mapping[str, Any] | None) -> str:
+    if not gold:
+        return "not run"
+    if gold.get("pass_rate") is None:
+        return "none validated"
+    return f"{gold['pass_rate']:.1%} ({gold['passed']}/{gold['validated']})"
+
+
+def _gold_lines(gold: Mapping[str, Any] | None) -> list[str]:
+    if not gold:
+        return []
+    action = "dropped" if gold["on_fail"] == "drop" else "kept, flagged gold_pass=false"
+    lines = [
+        "",
+        f"Gold validation (reference solutions run in the sandbox): {gold['validated']} rows validated, "
+        f"{gold['passed']} pass, {gold['failed']} fail ({action}), {gold['not_validated']} not validated; "
+        f"gold pass rate {_gold_rate(gold)}.",
+    ]
+    if gold.get("failures"):
+        lines.append("")
+        lines += _table(
+            ["problem", "why the reference fails"],
+            [[f["problem_id"], f["detail"][:200]] for f in gold["failures"][:MAX_LISTED]],
+        )
+        if len(gold["failures"]) > MAX_LISTED:
+            lines.append(f"... and {len(gold['failures']) - MAX_LISTED} more (see card.json)")
+    return lines
+
+
 def to_markdown(card: Mapping[str, Any]) -> str:
     """The card as Markdown."""
     lines = ["# Data card", ""]
     benches = card["benchmarks"]
     lines += _table(
-        ["benchmark", "rows", "splits", "kinds", "levels", "filtered out", "bad rows dropped"],
+        [
+            "benchmark",
+            "rows",
+            "splits",
+            "kinds",
+            "levels",
+            "filtered out",
+            "bad rows dropped",
+            "gold pass rate",
+        ],
         [
             [
                 b,
@@ -109,6 +181,7 @@ def to_markdown(card: Mapping[str, Any]) -> str:
                 ", ".join(f"{k} {v}" for k, v in s["difficulty_level"].items()),
                 sum(s["filtered"].values()),
                 s["dropped_bad_rows"],
+                _gold_rate(s.get("gold")),
             ]
             for b, s in benches.items()
         ],
@@ -135,8 +208,19 @@ def to_markdown(card: Mapping[str, Any]) -> str:
         if s["filtered"]:
             lines += [
                 "",
-                "Left out by selection: " + ", ".join(f"{k}: {v}" for k, v in s["filtered"].items()),
+                "Left out on purpose: " + ", ".join(f"{k}: {v}" for k, v in s["filtered"].items()),
             ]
+        lines += _gold_lines(s.get("gold"))
+        if s.get("special_judge"):
+            lines += [
+                "",
+                "Special-judge rows kept, by judge: "
+                + ", ".join(f"{JUDGE_LABELS.get(k, k)} {v}" for k, v in s["special_judge"].items())
+                + ".",
+            ]
+        if s.get("notes"):
+            lines += ["", "Notes on reading the source:", ""]
+            lines += [f"- {n}" for n in s["notes"][:MAX_LISTED]]
         if s["bad_row_issues"]:
             lines += ["", f"Bad rows dropped: {s['dropped_bad_rows']}", ""]
             lines += _table(

@@ -1,4 +1,4 @@
-"""The built-in countdown task as problem rows (wraps :func:`fade_core.countdown.generate`).
+"""The built-in countdown task as problem rows (wraps :func:`fade_core.countdown_task.generate`).
 
 Splits: ``train`` = generate(num_train, seed=seed); ``test`` = generate(num_test, seed=seed + 1,
 exclude=<train problems>), so no test problem (as a multiset of numbers and a target) is a training
@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fade_core.countdown import CountdownProblem, generate
+from fade_core.countdown_task import CountdownProblem, generate
 from fade_core.data.schema import LoadResult, OnBadRows, Origin, build_table
 
 BENCHMARK = "countdown"
@@ -85,7 +85,7 @@ def load(
     train = generate(num_train, seed=seed, **opts)
     exclude = {(tuple(sorted(p.numbers)), p.target) for p in train}
     test = generate(num_test, seed=seed + 1, exclude=exclude, **opts)
-    label = f"fade_core.countdown(seed={seed})"
+    label = f"fade_core.countdown_task(seed={seed})"
     records = [
         (Origin(f"{label}/{split}", i), (split, i, p))
         for split, problems in (("train", train), ("test", test))

@@ -23,7 +23,10 @@ release_v6 adds test6.jsonl. Selection (``version``):
     "v5"            test5.jsonl only (the problems v5 added)
     "v2..v5"        test2.jsonl .. test5.jsonl
 
-and a contest-date window ``date_from``/``date_to`` (inclusive ISO dates), the contamination control:
+``metadata.prelude`` = "livecodebench" (null with ``prelude=False``): the verifier runs programs after the
+import block of lcb_runner's harness (see fade_core.verifiers.PRELUDES).
+
+Selection also takes a contest-date window ``date_from``/``date_to`` (inclusive ISO dates), the contamination control:
 keep only problems published after a model's training cut-off. Rows left out by the window are
 counted (``filtered``), not dropped silently.
 """
@@ -41,7 +44,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from fade_core.data.reading import read_file
+from fade_core.data.reading import plain_record, read_file
 from fade_core.data.schema import (
     BadField,
     DataError,
@@ -191,9 +194,9 @@ def _parse_bound(name: str, value: str | date | None) -> date | None:
         raise ValueError(f"livecodebench {name}={value!r} is not an ISO date (YYYY-MM-DD)") from None
 
 
-def convert_row(rec: dict[str, Any], *, origin: Origin, release: int) -> dict[str, Any]:
+def convert_row(rec: dict[str, Any], *, origin: Origin, release: int, prelude: bool = True) -> dict[str, Any]:
     """One native LiveCodeBench record -> one problem row (raises BadField naming the field)."""
-    rec = require_record(rec)
+    rec = plain_record(require_record(rec))
     for key in ("question_content", "question_id", "platform"):
         if not isinstance(rec.get(key), str) or not rec[key].strip():
             raise BadField(key, "missing or empty")
@@ -239,6 +242,7 @@ def convert_row(rec: dict[str, Any], *, origin: Origin, release: int) -> dict[st
         "num_public_tests": len(public),
         "num_private_tests": len(private),
         "source_metadata": meta_src,
+        "prelude": BENCHMARK if prelude else None,
     }
     return {
         "problem_id": f"livecodebench/{rec['question_id']}",
@@ -298,11 +302,13 @@ def load(
     version: str = "release_v6",
     date_from: str | date | None = None,
     date_to: str | date | None = None,
+    prelude: bool = True,
     on_bad_rows: OnBadRows = "error",
     hub_options: dict[str, Any] | None = None,
 ) -> LoadResult:
     """Load LiveCodeBench from a local folder (test.jsonl, test2.jsonl, ...), one such file, or the hub
-    id (default livecodebench/code_generation_lite), selecting releases and a contest-date window."""
+    id (default livecodebench/code_generation_lite), selecting releases and a contest-date window.
+    ``prelude``: programs run after lcb_runner's import block."""
     source = str(source or HUB_ID)
     versions = select_versions(version)
     lo, hi = _parse_bound("date_from", date_from), _parse_bound("date_to", date_to)
@@ -318,7 +324,7 @@ def load(
 
     def convert(item: tuple[Origin, int, dict[str, Any]]) -> dict[str, Any] | None:
         origin, rel, rec = item
-        row = convert_row(rec, origin=origin, release=rel)
+        row = convert_row(rec, origin=origin, release=rel, prelude=prelude)
         d = date.fromisoformat(row["contest_date"][:10])
         if lo and d < lo:
             filtered["contest_date before date_from"] = filtered.get("contest_date before date_from", 0) + 1

@@ -4,10 +4,18 @@ Every loader goes through the same two steps: read records (plain dicts) tagged 
 :class:`~fade_core.data.schema.Origin` (file, row, line), then convert them row by row. Local formats:
 
     *.jsonl, *.jsonl.gz     one JSON object per line (blank lines skipped; line numbers kept; a line
-                            that is not a JSON object becomes a bad row, field '<record>')
+                            that is not a JSON object becomes a bad row, field '<record>'). A file
+                            that is one JSON array though named .jsonl (as some evaluation repos
+                            publish AIME) is read as the array, with a note saying so; one that
+                            starts with '[' but does not parse is one clear error, not one per line.
     *.json                  a JSON list of objects (or JSON lines, when the file is not one document)
-    *.parquet               parquet (row numbers kept)
+    *.parquet               parquet (row numbers kept), read with pyarrow so that a null is None
     *.arrow                 an Arrow IPC stream, as ``datasets`` writes (``save_to_disk`` shards, TACO's hub files)
+
+Missing values arrive as None whatever the format: nulls of parquet and Arrow (the hub's TACO leaves
+url, name, date... empty) and float NaN (what pandas writes for a missing text) become None, so a
+converter never meets a NaN. Notes about how a file was read go to the ``notes`` list a caller passes
+(the data card shows them).
 
 A hub source is loaded with ``datasets.load_dataset`` and tagged ``hub:<id>/<split>``; no test uses it (no
 network in tests), but it feeds the same converters.
@@ -17,14 +25,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from fade_core.data.schema import DataError, Origin, Unreadable
 
+log = logging.getLogger(__name__)
 SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".parquet", ".arrow")
 # bookkeeping files that ``datasets.save_to_disk`` writes next to the Arrow shards
 DATASETS_METADATA = ("dataset_info.json", "state.json", "dataset_dict.json")
@@ -57,9 +66,54 @@ def _decode_json_line(text: str) -> dict[str, Any]:
     return obj
 
 
-def read_file(path: str | Path, *, name: str | None = None) -> Iterator[tuple[Origin, dict[str, Any]]]:
+def plain_value(v: Any) -> Any:
+    """A value read from a columnar file as plain Python: NaN -> None, numpy scalars and arrays ->
+    Python numbers and lists (recursively)."""
+    if isinstance(v, float):
+        return None if math.isnan(v) else v
+    if v is None or isinstance(v, (str, int, bool)):
+        return v
+    if isinstance(v, dict):
+        return {k: plain_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain_value(x) for x in v]
+    tolist = getattr(v, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return plain_value(tolist())
+    return v
+
+
+def plain_record(rec: Any) -> Any:
+    """A record with every field a plain value (see :func:`plain_value`)."""
+    return {k: plain_value(v) for k, v in rec.items()} if isinstance(rec, dict) else rec
+
+
+def _json_array_in_jsonl(text: str, name: str, notes: list[str] | None) -> list[Any] | None:
+    """The list, when a .jsonl file is one JSON array; None when it is JSON lines."""
+    if not text.lstrip().startswith("["):
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise DataError(
+            f"{name}: starts with '[' like a JSON array but is not valid JSON ({e}); a .jsonl file must "
+            "hold one JSON object per line, or be one valid JSON array"
+        ) from None
+    if not isinstance(doc, list):
+        return None
+    note = f"{name}: a JSON array, not JSON lines (read as the array of {len(doc)} records)"
+    log.info(note)
+    if notes is not None:
+        notes.append(note)
+    return doc
+
+
+def read_file(
+    path: str | Path, *, name: str | None = None, notes: list[str] | None = None
+) -> Iterator[tuple[Origin, dict[str, Any]]]:
     """Records of one local file, each with its origin (file, 0-based row, 1-based line if any);
-    ``name`` replaces the path in origins and messages (e.g. a package-relative label)."""
+    ``name`` replaces the path in origins and messages (e.g. a package-relative label); notes on how
+    the file was read are appended to ``notes``."""
     p = Path(path).expanduser()
     name = name or str(path)
     if not p.is_file():
@@ -68,6 +122,16 @@ def read_file(path: str | Path, *, name: str | None = None) -> Iterator[tuple[Or
         opener = gzip.open if p.name.endswith(".gz") else open
         with opener(p, "rt", encoding="utf-8") as f:
             text = f.read()
+        array = None if p.name.endswith(".json") else _json_array_in_jsonl(text, name, notes)
+        if array is not None:
+            for i, obj in enumerate(array):
+                yield (
+                    Origin(name, i),
+                    obj
+                    if isinstance(obj, dict)
+                    else Unreadable(f"expected a JSON object, got {type(obj).__name__}"),
+                )
+            return
         if p.name.endswith(".json"):
             try:
                 doc = json.loads(text)
@@ -92,12 +156,14 @@ def read_file(path: str | Path, *, name: str | None = None) -> Iterator[tuple[Or
             row += 1
         return
     if p.name.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
         try:
-            df = pd.read_parquet(p)
+            rows = pq.read_table(p).to_pylist()
         except Exception as e:  # pyarrow raises several types for a corrupt file
             raise DataError(f"{name}: cannot read parquet ({e})") from None
-        for i, rec in enumerate(df.to_dict("records")):
-            yield Origin(name, i), rec
+        for i, rec in enumerate(rows):
+            yield Origin(name, i), plain_record(rec)
         return
     if p.name.endswith(".arrow"):
         import datasets
@@ -107,7 +173,7 @@ def read_file(path: str | Path, *, name: str | None = None) -> Iterator[tuple[Or
         except Exception as e:
             raise DataError(f"{name}: cannot read Arrow file ({e})") from None
         for i, rec in enumerate(ds):
-            yield Origin(name, i), rec
+            yield Origin(name, i), plain_record(rec)
         return
     raise DataError(f"{name}: unsupported file type (read: {', '.join(SUFFIXES)})")
 
@@ -123,4 +189,4 @@ def read_hub(dataset_id: str, split: str, **load_options: Any) -> Iterator[tuple
         raise DataError(f"hub:{dataset_id} split {split!r}: cannot load ({type(e).__name__}: {e})") from None
     name = f"hub:{dataset_id}/{split}"
     for i, rec in enumerate(ds):
-        yield Origin(name, i), rec
+        yield Origin(name, i), plain_record(rec)

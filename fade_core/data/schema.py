@@ -18,6 +18,15 @@ same table, one row per problem:
     contest_date      str | null       ISO date (YYYY-MM-DD or a full ISO timestamp)
     source            str              upstream origin: platform or dataset ("codeforces", "leetcode", ...)
     metadata          str              JSON object with everything else (provenance file/row, tags, ...)
+    gold_pass         bool | null      whether a reference solution passes the row's tests in fade's
+                                       sandbox (``fade prepare``'s gold validation); null: not validated
+    gold_detail       str | null       why: "1/1 reference solutions pass", the first failure, or why
+                                       the row was not validated
+
+Metadata keys the judge reads (fade_core.verifiers, fade_core.sandbox.compare): ``judge`` and
+``float_tol`` (an explicit output rule), ``special_judge`` and ``special_judge_case`` (TACO's flags),
+``checker`` (source of a checker program for a special-judge row), ``prelude`` (whose official import
+block programs run after; null for none). See docs/judging.md.
 
 Test records by testtype:
     stdin       {"input": stdin text, "output": expected stdout text}
@@ -30,7 +39,8 @@ maps each failure back to the source file and row it came from (:class:`RowIssue
 and returned as issues, so the data card can count them. Nothing is dropped silently.
 
 Missing values: string columns use pandas' ``str`` dtype, so a null reads back as NaN; use
-:func:`records` to get plain dicts with ``None``.
+:func:`records` to get plain dicts with ``None``. ``gold_pass`` is pandas' nullable ``boolean``. The two
+gold columns are optional in validation, so tables written before gold validation existed still read.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 import pandas as pd
 import pandera.errors
@@ -66,8 +76,11 @@ COLUMNS = (
     "contest_date",
     "source",
     "metadata",
+    "gold_pass",
+    "gold_detail",
 )
-NULLABLE = ("fn_name", "answer", "contest_date")
+NULLABLE = ("fn_name", "answer", "contest_date", "gold_pass", "gold_detail")
+GOLD_COLUMNS = ("gold_pass", "gold_detail")
 OnBadRows = Literal["error", "drop"]
 
 
@@ -208,7 +221,7 @@ def _is_json_object(x: Any) -> bool:
 
 
 def _missing(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+    return x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x))
 
 
 # ------------------------------------------------------------------------------------------- schema
@@ -229,6 +242,8 @@ class ProblemSchema(pa.DataFrameModel):
     contest_date: Series[str] = pa.Field(nullable=True)
     source: Series[str] = pa.Field(str_length={"min_value": 1})
     metadata: Series[str]
+    gold_pass: Optional[Series[pd.BooleanDtype]] = pa.Field(nullable=True)  # noqa: UP045 - pandera reads Optional
+    gold_detail: Optional[Series[str]] = pa.Field(nullable=True)  # noqa: UP045
 
     class Config:
         strict = True
@@ -274,11 +289,16 @@ class Origin:
 @dataclass
 class LoadResult:
     """A validated problem table plus what did not make it in: ``dropped`` bad-row issues (only with
-    on_bad_rows="drop") and ``filtered`` counts of rows left out by a selection (version, date, year)."""
+    on_bad_rows="drop"), ``filtered`` counts of rows left out on purpose (a selection: version, date,
+    year; special-judge rows nothing can decide; rows whose reference solution fails), ``notes`` on
+    how the source was read (files ignored, a JSON array named .jsonl) and ``gold``, the summary of
+    gold validation when it ran (see :mod:`fade_core.data.gold`)."""
 
     table: pd.DataFrame
     dropped: list[RowIssue] = field(default_factory=list)
     filtered: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    gold: dict[str, Any] | None = None
 
     @property
     def dropped_rows(self) -> int:
@@ -294,17 +314,33 @@ _FIX_MESSAGES = {
 }
 
 
+def _dtype(column: str) -> str:
+    return "boolean" if column == "gold_pass" else "str"
+
+
 def empty_table() -> pd.DataFrame:
     """A zero-row problem table with the schema's columns and dtypes."""
-    return pd.DataFrame({c: pd.Series([], dtype="str") for c in COLUMNS})
+    return pd.DataFrame({c: pd.Series([], dtype=_dtype(c)) for c in COLUMNS})
 
 
 def to_frame(rows: list[Mapping[str, Any]]) -> pd.DataFrame:
-    """Problem rows (dicts with exactly the schema's columns) -> a DataFrame with string dtypes."""
+    """Problem rows (dicts with the schema's columns; the gold columns may be left out) -> a
+    DataFrame with the schema's dtypes."""
     if not rows:
         return empty_table()
-    data = {c: pd.Series([r.get(c) for r in rows], dtype="str") for c in COLUMNS}
+    data = {c: pd.Series([r.get(c) for r in rows], dtype=_dtype(c)) for c in COLUMNS}
     return pd.DataFrame(data)
+
+
+def with_gold_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with null gold columns added where it has none (a table written before gold validation)."""
+    missing = [c for c in GOLD_COLUMNS if c not in df.columns]
+    if not missing:
+        return df
+    df = df.copy()
+    for c in missing:
+        df[c] = pd.Series([None] * len(df), dtype=_dtype(c), index=df.index)
+    return df
 
 
 def _schema_issues(df: pd.DataFrame, origins: list[Origin]) -> dict[int, list[RowIssue]]:
@@ -346,6 +382,7 @@ def build_table(
     benchmark: str,
     on_bad_rows: OnBadRows = "error",
     filtered: dict[str, int] | None = None,
+    notes: list[str] | None = None,
 ) -> LoadResult:
     """Convert source records into a validated problem table.
 
@@ -388,7 +425,7 @@ def build_table(
         raise DataError(issues, benchmark)
     if bad:
         df = df.drop(index=list(bad)).reset_index(drop=True)
-    return LoadResult(df, issues, dict(filtered or {}))
+    return LoadResult(df, issues, dict(filtered or {}), list(notes or []))
 
 
 def validate(df: pd.DataFrame) -> pd.DataFrame:
@@ -415,8 +452,9 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a prepared problem table (data/problems/<benchmark>.parquet) and validate it."""
-    return validate(pd.read_parquet(path))
+    """Read a prepared problem table (data/problems/<benchmark>.parquet) and validate it (a table
+    written before gold validation gets null gold columns)."""
+    return validate(with_gold_columns(pd.read_parquet(path)))
 
 
 def write_table(df: pd.DataFrame, path: str | Path) -> Path:

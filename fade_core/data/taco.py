@@ -17,18 +17,33 @@ Conversion to problem rows:
   true); otherwise outputs are kept as they are.
 - no ``fn_name`` -> ``code_stdio``: inputs/outputs are strings, or lists of lines (joined with "\\n",
   with a trailing newline on inputs).
-- Special judge: TACO marks test problems whose output is not unique (any valid answer is accepted) in
-  a sidecar file ``output_spj.jsonl`` ({"idx", "special_judge", "case"}, idx = row of the test split).
-  A folder source that holds it gets ``metadata.special_judge`` (and ``special_judge_case``) on those
-  rows; a row that carries its own ``special_judge`` field keeps it. A checker must not compare output
-  exactly on such problems.
-- problem_id ``taco/<split>/<row within split>`` (rows counted across a split's shards in name order).
+- Special judge: TACO marks the test problems whose output is not compared as text in a sidecar file
+  ``output_spj.jsonl`` (``{"idx", "special_judge", "case"}``; case 1: any valid answer accepted,
+  2: case-insensitive, 3: floating-point tolerance). Flags are matched to rows by a key, never by
+  position alone: the flag's ``taco_test_row`` (else its ``idx``, the row of the upstream test
+  split) against the row's own ``taco_test_row`` field; a row without that field is matched by its
+  position only when the source is the complete test split (as many rows as flags), else the load
+  fails with an error saying what to add. A row missing from the flag file is a bad row (field
+  ``special_judge``). A row that carries its own ``special_judge`` field keeps it.
+  Matched rows get ``metadata.special_judge`` and ``special_judge_case``. Cases 2 and 3 are judged
+  by a rule (case-insensitive lines; numbers within tolerance); case 1 needs a checker program: a
+  row may carry one (field ``checker``: Python source defining ``check(input, output, expected)
+  -> bool``, kept in ``metadata.checker`` and run in a sandbox by the verifier). Rows that nothing
+  can decide are left out by default (counted in ``filtered``, so in the data card);
+  ``special_judge_without_checker="lenient"`` keeps them with the lenient any-order token rule,
+  labelled (``metadata.judge = "special_lenient"``, status ``passed_lenient``).
+- problem_id ``taco/<split>/<row>``: the row's ``taco_test_row`` when it has one (a subset keeps the
+  upstream numbering), else its row within the split (counted across a split's shards in name order).
+- ``metadata.prelude`` = "taco" (or null with ``prelude=False``): the verifier runs programs after the
+  import block of TACO's official harness (see fade_core.verifiers.PRELUDES).
 - difficulty_level: EASY -> easy; MEDIUM, MEDIUM_HARD -> medium; HARD, VERY_HARD -> hard;
   UNKNOWN_DIFFICULTY -> unknown.
 
 Local layouts: a folder with ``train``/``test`` sub-folders or files whose names start with the split
 (``train.jsonl``, ``test/data-00000-of-00001.arrow``, ``ALL/train-00000-of-00009.parquet``), or one file
-with ``split=`` given. Hub: the parquet shards ``ALL/<split>-*`` of BAAI/TACO are downloaded to the
+with ``split=`` given. In a folder, only files whose name or folder tells the split are read; any other
+data file (notes, samples, a copy of something) is ignored with a note in the load result (and the
+data card), never guessed at. Hub: the parquet shards ``ALL/<split>-*`` of BAAI/TACO are downloaded to the
 Hugging Face cache and read as a local folder (``datasets.load_dataset`` when a repo lacks them).
 """
 
@@ -36,12 +51,14 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from fade_core.data.reading import data_files, read_file, read_hub
+from fade_core.data.reading import data_files, plain_record, read_file, read_hub
 from fade_core.data.schema import (
     BadField,
     DataError,
@@ -51,11 +68,17 @@ from fade_core.data.schema import (
     build_table,
     require_record,
 )
+from fade_core.sandbox.compare import judge_from_metadata
+
+log = logging.getLogger(__name__)
 
 BENCHMARK = "taco"
 HUB_ID = "BAAI/TACO"
 SPLITS = ("train", "test")
 SPJ_FILE = "output_spj.jsonl"
+ROW_KEY = "taco_test_row"  # a test row's row in the upstream test split
+SpecialJudgePolicy = Literal["exclude", "lenient"]
+EXCLUDED = "special-judge rows nothing can decide (no checker): excluded"
 LEVELS = {
     "EASY": "easy",
     "MEDIUM": "medium",
@@ -186,9 +209,11 @@ def convert_row(
     origin: Origin,
     keep_solutions: int = 1,
     special_judge: dict[str, Any] | None = None,
+    prelude: bool = True,
 ) -> dict[str, Any]:
-    """One native TACO record -> one problem row (raises BadField naming the field)."""
-    rec = require_record(rec)
+    """One native TACO record -> one problem row (raises BadField naming the field). ``special_judge``:
+    the row's entry of the flag file, if any."""
+    rec = plain_record(require_record(rec))
     question = _text(rec, "question")
     if not question.strip():
         raise BadField("question", "empty")
@@ -213,6 +238,9 @@ def convert_row(
             raise BadField("solutions", f"not valid JSON ({e})") from None
         if not isinstance(solutions, list):
             raise BadField("solutions", f"expected a JSON list, got {type(solutions).__name__}")
+    checker = rec.get("checker")
+    if checker is not None and not (isinstance(checker, str) and checker.strip()):
+        raise BadField("checker", f"expected the source of a checker program, got {checker!r:.60}")
     meta: dict[str, Any] = {
         "file": origin.file,
         "row": origin.row,
@@ -232,20 +260,31 @@ def convert_row(
         "num_solutions": len(solutions),
         "solutions": solutions[: max(keep_solutions, 0)],
         "outputs_unwrapped": unwrapped,
+        "prelude": BENCHMARK if prelude else None,
     }
-    if "special_judge" in rec and rec["special_judge"] is not None:
+    if rec.get(ROW_KEY) is not None:
+        meta[ROW_KEY] = rec[ROW_KEY]
+    if checker is not None:
+        meta["checker"] = checker
+    if rec.get("special_judge") is not None:
         if not isinstance(rec["special_judge"], bool):
             raise BadField("special_judge", f"expected true/false, got {rec['special_judge']!r}")
         meta["special_judge"] = rec["special_judge"]
+        if rec.get("special_judge_case") is not None:
+            meta["special_judge_case"] = rec["special_judge_case"]
     elif special_judge is not None:
         meta["special_judge"] = bool(special_judge.get("special_judge"))
         if special_judge.get("case") is not None:
             meta["special_judge_case"] = special_judge["case"]
     try:
         tests_json = json.dumps(tests, allow_nan=False)
-        meta_json = json.dumps(meta, allow_nan=False, default=str)
     except ValueError as e:
         raise BadField("input_output", f"not representable as strict JSON ({e})") from None
+    try:
+        meta_json = json.dumps(meta, allow_nan=False, default=str)
+    except ValueError as e:
+        bad = next((k for k, v in meta.items() if isinstance(v, float) and v != v), "metadata")
+        raise BadField(bad, f"not representable as strict JSON ({e})") from None
     return {
         "problem_id": f"taco/{split}/{index}",
         "benchmark": BENCHMARK,
@@ -264,6 +303,21 @@ def convert_row(
     }
 
 
+def apply_special_judge_policy(row: dict[str, Any], policy: SpecialJudgePolicy) -> dict[str, Any] | None:
+    """A row as kept under ``policy``: unchanged when its judge can decide it; None (left out) when it
+    is a special-judge row that nothing can decide and ``policy`` is "exclude"; marked with the
+    labelled lenient judge when ``policy`` is "lenient"."""
+    meta = json.loads(row["metadata"])
+    if judge_from_metadata(meta)[0] != "no_checker":
+        return row
+    if policy == "exclude":
+        return None
+    if policy != "lenient":
+        raise ValueError(f"special_judge_without_checker must be 'exclude' or 'lenient', got {policy!r}")
+    meta["judge"] = "special_lenient"
+    return {**row, "metadata": json.dumps(meta, allow_nan=False, default=str)}
+
+
 def split_of(path: Path, root: Path) -> str | None:
     """The split a file belongs to, from its name or a folder name under ``root`` ('train'/'test')."""
     parts = [*path.relative_to(root).parent.parts, path.name]
@@ -274,23 +328,45 @@ def split_of(path: Path, root: Path) -> str | None:
     return None
 
 
-def read_special_judge(path: Path) -> dict[int, dict[str, Any]]:
-    """TACO's output_spj.jsonl -> {test-split row idx: {"special_judge", "case"}}."""
-    out: dict[int, dict[str, Any]] = {}
+@dataclass
+class SpecialJudgeFlags:
+    """TACO's special-judge flags, keyed by the upstream test-split row (``taco_test_row``, else
+    ``idx``) of each entry; ``path`` is the flag file."""
+
+    path: str
+    by_row: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def read_special_judge(path: Path) -> SpecialJudgeFlags:
+    """Read a flag file (``output_spj.jsonl`` or a subset of it with ``taco_test_row`` keys)."""
+    flags = SpecialJudgeFlags(str(path))
     for origin, rec in read_file(path):
-        idx = rec.get("idx")
-        if not isinstance(idx, int) or not isinstance(rec.get("special_judge"), bool):
+        key = rec.get(ROW_KEY, rec.get("idx"))
+        if (
+            not isinstance(key, int)
+            or isinstance(key, bool)
+            or not isinstance(rec.get("special_judge"), bool)
+        ):
             raise DataError(
-                f"{origin.file}, row {origin.row}: needs integer 'idx' and boolean 'special_judge'"
+                f"{origin.file}, row {origin.row}: needs an integer 'idx' (or '{ROW_KEY}') and a boolean "
+                "'special_judge'"
             )
-        out[idx] = rec
-    return out
+        if key in flags.by_row:
+            raise DataError(f"{origin.file}, row {origin.row}: a second flag for test row {key}")
+        flags.by_row[key] = rec
+    return flags
 
 
-def _records(
-    source: str, splits: tuple[str, ...], split: str | None, hub_options: dict[str, Any]
-) -> tuple[list[tuple[str, Iterator[tuple[Origin, dict[str, Any]]]]], dict[int, dict[str, Any]]]:
-    """(split, records) streams of the source, in split/file order; and the special-judge map."""
+@dataclass
+class _Source:
+    """What a TACO source holds: (split, records) streams in split/file order, the flags, notes."""
+
+    streams: list[tuple[str, Iterator[tuple[Origin, dict[str, Any]]]]]
+    flags: SpecialJudgeFlags | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _records(source: str, splits: tuple[str, ...], split: str | None, hub_options: dict[str, Any]) -> _Source:
     p = Path(source).expanduser()
     if p.is_file():
         s = split or split_of(p, p.parent)
@@ -298,32 +374,44 @@ def _records(
             raise DataError(
                 f"{source}: cannot tell the split from the file name; pass split='train' or 'test'"
             )
+        out = _Source([])
         spj_path = p.parent / SPJ_FILE
-        spj = read_special_judge(spj_path) if s == "test" and spj_path.is_file() else {}
-        return [(s, read_file(p))], spj
+        if s == "test" and spj_path.is_file() and p.name != SPJ_FILE:
+            out.flags = read_special_judge(spj_path)
+        out.streams.append((s, read_file(p, notes=out.notes)))
+        return out
     if p.is_dir():
+        out = _Source([])
         files = data_files(p, skip=("output_spj",))
-        if not files:
-            raise DataError(f"{source}: no data files (.jsonl, .json, .parquet, .arrow) in this folder")
         by_split: dict[str, list[Path]] = {}
         for f in files:
             s = split_of(f, p)
             if s is None:
-                raise DataError(f"{f}: cannot tell the split (train/test) from its name or folder")
+                note = f"{f}: ignored (neither its name nor its folder says train or test)"
+                log.info(note)
+                out.notes.append(note)
+                continue
             by_split.setdefault(s, []).append(f)
+        if not by_split:
+            raise DataError(
+                f"{source}: no TACO data files here (.jsonl, .json, .parquet, .arrow whose name or folder "
+                "starts with train or test)"
+            )
         spj_files = sorted(p.rglob(SPJ_FILE))
-        spj = read_special_judge(spj_files[0]) if spj_files else {}
-        streams = []
+        if len(spj_files) > 1:
+            raise DataError(f"{source}: {len(spj_files)} flag files {[str(f) for f in spj_files]}; keep one")
+        if spj_files:
+            out.flags = read_special_judge(spj_files[0])
         for s in splits:
             for f in by_split.get(s, []):
-                streams.append((s, read_file(f)))
-        return streams, spj
+                out.streams.append((s, read_file(f, notes=out.notes)))
+        return out
     if source.startswith((".", "/", "~")) or source.endswith((".jsonl", ".json", ".parquet", ".arrow")):
         raise DataError(f"{source}: no such file or folder")
     folder = download_hub(source, splits, hub_options)
     if folder is not None:
         return _records(str(folder), splits, None, {})
-    return [(s, read_hub(source, s, **hub_options)) for s in splits], {}
+    return _Source([(s, read_hub(source, s, **hub_options)) for s in splits])
 
 
 def download_hub(repo_id: str, splits: tuple[str, ...], hub_options: dict[str, Any]) -> Path | None:
@@ -346,41 +434,91 @@ def load(
     splits: tuple[str, ...] | list[str] = SPLITS,
     split: str | None = None,
     keep_solutions: int = 1,
+    special_judge_without_checker: SpecialJudgePolicy = "exclude",
+    prelude: bool = True,
     on_bad_rows: OnBadRows = "error",
     hub_options: dict[str, Any] | None = None,
 ) -> LoadResult:
     """Load TACO from a local file/folder (native layout) or a hub id (default BAAI/TACO).
 
     ``splits`` selects splits; ``split`` names the split of a single file whose name does not say it.
-    ``keep_solutions``: how many reference solutions to keep in metadata (0: none).
+    ``keep_solutions``: how many reference solutions to keep in metadata (0: none; gold validation
+    tries these). ``special_judge_without_checker``: "exclude" (default) or "lenient" (see the module
+    docstring). ``prelude``: programs run after TACO's official import block.
     """
     source = source or HUB_ID
     bad = [s for s in splits if s not in SPLITS]
     if bad:
         raise ValueError(f"unknown TACO split(s) {bad}; TACO has {SPLITS}")
-    streams, spj = _records(str(source), tuple(splits), split, dict(hub_options or {}))
+    if special_judge_without_checker not in ("exclude", "lenient"):
+        raise ValueError(
+            f"special_judge_without_checker must be 'exclude' or 'lenient', got {special_judge_without_checker!r}"
+        )
+    src = _records(str(source), tuple(splits), split, dict(hub_options or {}))
+    flags = src.flags
+    if flags is None and any(s == "test" for s, _ in src.streams):
+        note = (
+            f"{source}: no {SPJ_FILE} beside the test split: its special-judge problems (218 of the 1,000 "
+            f"upstream) are judged as ordinary ones (exact output); put FlagOpen/TACO's {SPJ_FILE} next to it"
+        )
+        log.info(note)
+        src.notes.append(note)
     counters: dict[str, int] = {}
     filtered: dict[str, int] = {}
+    by_position = 0  # test rows matched to flags by their position (they carry no taco_test_row)
 
     def tagged() -> Iterator[tuple[Origin, tuple[str, int, Origin, dict[str, Any]]]]:
-        for s, stream in streams:
+        for s, stream in src.streams:
             for origin, rec in stream:
                 i = counters.get(s, 0)
                 counters[s] = i + 1
                 yield origin, (s, i, origin, rec)
+        n_test = counters.get("test", 0)
+        if flags is not None and by_position and n_test != len(flags.by_row):
+            raise DataError(
+                f"{flags.path}: {len(flags.by_row)} special-judge flags but {n_test} test rows, and "
+                f"{by_position} of those rows carry no '{ROW_KEY}': flags can be matched by position only "
+                f"to the complete test split. Give each row its row in the upstream test split as "
+                f"'{ROW_KEY}', or use a flag file with a '{ROW_KEY}' per entry for exactly these rows."
+            )
+
+    def flag_of(rec: Any, position: int) -> tuple[int, dict[str, Any] | None]:
+        nonlocal by_position
+        key = rec.get(ROW_KEY) if isinstance(rec, dict) else None
+        if key is None:
+            by_position += 1
+            key = position
+        elif not isinstance(key, int) or isinstance(key, bool):
+            raise BadField(ROW_KEY, f"expected an integer row of the upstream test split, got {key!r}")
+        if flags is None:
+            return key, None
+        if isinstance(rec, dict) and rec.get("special_judge") is not None:
+            return key, None  # the row's own flag wins
+        entry = flags.by_row.get(key)
+        if entry is None:
+            raise BadField("special_judge", f"no entry for test row {key} in {flags.path}")
+        return key, entry
 
     def convert(item: tuple[str, int, Origin, dict[str, Any]]) -> dict[str, Any] | None:
         s, i, origin, rec = item
         if s not in splits:
             filtered["split not selected"] = filtered.get("split not selected", 0) + 1
             return None
-        return convert_row(
+        index, entry = flag_of(rec, i) if s == "test" else (i, None)
+        row = convert_row(
             rec,
             split=s,
-            index=i,
+            index=index,
             origin=origin,
             keep_solutions=keep_solutions,
-            special_judge=spj.get(i) if s == "test" else None,
+            special_judge=entry,
+            prelude=prelude,
         )
+        kept = apply_special_judge_policy(row, special_judge_without_checker)
+        if kept is None:
+            filtered[EXCLUDED] = filtered.get(EXCLUDED, 0) + 1
+        return kept
 
-    return build_table(tagged(), convert, benchmark=BENCHMARK, on_bad_rows=on_bad_rows, filtered=filtered)
+    return build_table(
+        tagged(), convert, benchmark=BENCHMARK, on_bad_rows=on_bad_rows, filtered=filtered, notes=src.notes
+    )

@@ -7,7 +7,10 @@ the per-token log-probabilities *of the sampling policy* (temperature and top-p 
 reason and the decoded text. The trainer uses those log-probs as the PPO "old" log-probs, so an
 on-policy update needs no second forward pass over the batch.
 
-Engines:
+Seeds: :func:`prompt_seeds` is the one rule by which an engine turns ``seed`` into one seed per prompt, so
+sample ``j`` of a prompt depends on that prompt's seed only, not on the batch it was drawn in.
+
+Engines (built by :func:`fade_core.rollout.build_engine`):
     ``hf``    fade_core.rollout.hf.HFEngine: a sampling loop over a Hugging Face causal LM with the KV
               cache (CPU default; shares the trainer's model object, so weights are always current).
     ``vllm``  fade_core.rollout.vllm.VLLMEngine: vLLM on GPUs; the trainer pushes weights every step
@@ -16,13 +19,33 @@ Engines:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import torch
 
 FinishReason = Literal["stop", "length"]
-ENGINE_NAMES = ("hf", "vllm")
+SEED_STRIDE = 1_000_003
+"""A seed ``s`` derives the seeds ``s * SEED_STRIDE + i`` of its parts i (prompts of a call, chunks of an evaluation)."""
+
+
+def derive_seed(seed: int, index: int) -> int:
+    """The seed of part ``index`` of something seeded with ``seed``: ``seed * SEED_STRIDE + index``."""
+    return seed * SEED_STRIDE + index
+
+
+def prompt_seeds(seed: int | Sequence[int] | None, num_prompts: int) -> list[int]:
+    """One seed per prompt, the rule every engine follows: a list is used as is (one per prompt); an int
+    ``s`` gives ``derive_seed(s, i)`` for prompt i; None draws one int from torch's global generator."""
+    if seed is None:
+        seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
+    if isinstance(seed, int):
+        return [derive_seed(seed, i) for i in range(num_prompts)]
+    seeds = [int(s) for s in seed]
+    if len(seeds) != num_prompts:
+        raise ValueError(f"got {len(seeds)} prompt seeds for {num_prompts} prompts")
+    return seeds
 
 
 @dataclass
@@ -134,21 +157,3 @@ class RolloutEngine(Protocol):
     def sync_weights(self, model: torch.nn.Module) -> None:
         """Make the engine sample from ``model``'s current weights (no-op when it shares the object)."""
         ...
-
-
-def build_engine(name: str, model: Any, tokenizer: Any, **opts: Any) -> RolloutEngine:
-    """The engine called ``name`` ("hf" or "vllm") over ``model`` and ``tokenizer``.
-
-    ``opts`` go to the engine's constructor: for "hf" ``batch_size`` (max sequences per forward, 0 =
-    all); for "vllm" ``tensor_parallel_size``, ``gpu_memory_utilization``, ``dtype``, ``max_model_len``.
-    The vllm engine is imported only when asked for, so fade runs without vllm installed.
-    """
-    if name == "hf":
-        from fade_core.rollout.hf import HFEngine
-
-        return HFEngine(model, tokenizer, **opts)
-    if name == "vllm":
-        from fade_core.rollout.vllm import VLLMEngine
-
-        return VLLMEngine(model, tokenizer, **opts)
-    raise ValueError(f"unknown rollout engine {name!r}; expected one of {ENGINE_NAMES}")

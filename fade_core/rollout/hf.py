@@ -13,7 +13,7 @@ sampling that does not depend on how prompts are batched or split across ranks. 
 
 Determinism: the uniform numbers of prompt ``i`` come from a generator seeded with that prompt's seed
 (``seed`` may be one int, from which per-prompt seeds are derived, or a list with one seed per
-prompt). The draw of sample ``j`` of prompt ``i`` at step ``t`` therefore depends only on that seed and
+prompt: :func:`fade_core.rollout.base.prompt_seeds`). The draw of sample ``j`` of prompt ``i`` at step ``t`` therefore depends only on that seed and
 the model's probabilities, not on the batch it was computed in -- so a run split over 2 ranks samples
 the same completions as the same run on 1 rank (up to float round-off in the logits), and a resumed
 run resamples exactly.
@@ -27,35 +27,8 @@ from typing import Any
 
 import torch
 
-from fade_core.rollout.base import RolloutBatch, empty_batch
-
-SEED_STRIDE = 1_000_003  # per-prompt seeds of an int seed: seed * SEED_STRIDE + prompt position
-
-
-def prompt_seeds(seed: int | Sequence[int] | None, num_prompts: int) -> list[int]:
-    """One seed per prompt: a list is used as is; an int ``s`` gives ``s * SEED_STRIDE + i``; None draws one."""
-    if seed is None:
-        seed = int(torch.randint(0, 2**31 - 1, (1,)).item())
-    if isinstance(seed, int):
-        return [seed * SEED_STRIDE + i for i in range(num_prompts)]
-    seeds = [int(s) for s in seed]
-    if len(seeds) != num_prompts:
-        raise ValueError(f"got {len(seeds)} prompt seeds for {num_prompts} prompts")
-    return seeds
-
-
-def cache_kwarg(model: torch.nn.Module) -> str:
-    """Name of the KV-cache argument of ``model.forward``: "cache" (transformers >= 5.x) or "past_key_values"."""
-    import inspect
-
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
-
-
-def output_cache(out: Any) -> Any:
-    """The KV cache of a model output under either naming."""
-    cache = out.get("cache") if hasattr(out, "get") else None
-    return cache if cache is not None else out.past_key_values
+from fade_core.models import cache_kwarg, output_cache, repeat_cache
+from fade_core.rollout.base import RolloutBatch, empty_batch, prompt_seeds
 
 
 def sample_from_logits(
@@ -228,11 +201,3 @@ class HFEngine:
         finally:
             model.train(was_training)
         return ids[:, :steps].cpu(), mask[:, :steps].cpu(), logprobs[:, :steps].cpu(), entropies[:, :steps].cpu()
-
-
-def repeat_cache(cache: Any, n: int) -> None:
-    """Repeat every row of a KV cache ``n`` times in place (row i -> rows i*n .. i*n+n-1)."""
-    if hasattr(cache, "batch_repeat_interleave"):
-        cache.batch_repeat_interleave(n)
-        return
-    raise TypeError(f"cannot repeat a KV cache of type {type(cache).__name__}; use a transformers DynamicCache model")

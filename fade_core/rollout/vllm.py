@@ -34,8 +34,7 @@ from typing import Any
 
 import torch
 
-from fade_core.rollout.base import RolloutBatch, empty_batch
-from fade_core.rollout.hf import prompt_seeds
+from fade_core.rollout.base import RolloutBatch, empty_batch, prompt_seeds
 
 
 class VLLMEngine:

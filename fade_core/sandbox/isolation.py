@@ -1,79 +1,185 @@
-"""How a sandbox worker is started: bubblewrap, else ``unshare``, else (only when asked) nothing.
+"""How sandbox workers are started, and which guarantees each way gives on this machine.
 
-bubblewrap (``bwrap``) builds the worker a new root: a tmpfs with read-only binds of the system
-directories (/usr, /etc and the /bin, /lib symlinks) and of the Python installation, a private /tmp
-(size-capped tmpfs), a fresh /proc and a minimal /dev, and new network, pid, ipc, uts and (when
-available) cgroup namespaces. Nothing else of the host is visible: no home directories, no project
-tree, no host /tmp. The network namespace holds only a loopback device, so nothing outside the
-sandbox can be reached, not even a server on the host's 127.0.0.1.
+Two backends build the same sandbox; ``auto`` takes the first whose self-test passes:
 
-``unshare`` (util-linux) is the fallback: new network, pid, mount, ipc and uts namespaces; the worker
-mounts fresh tmpfs over /tmp, /var/tmp and /dev/shm and remounts everything else read-only. The host
-filesystem stays visible (read-only, and filtered by file permissions for the dropped uid).
+``bwrap`` (bubblewrap): a new root holding read-only binds of /usr, the /bin and /lib links, the
+    loader's files from /etc and the Python installation (its prefixes, wherever they are: under
+    /root, /opt or /tmp), a fresh /proc, a minimal read-only /dev, and new network, PID, IPC and UTS
+    namespaces (and a user namespace when not root). The worker is PID 1 (``--as-pid-1``): there is
+    no bubblewrap init inside that a program could trace or signal.
+``unshare`` (util-linux): the same namespaces; the worker itself builds the same root (bind mounts,
+    ``pivot_root``) before serving, so the host file system is gone here too.
+``none``: no namespaces, only rlimits, cgroups and the seccomp filter; used only when asked for with
+    ``unsafe`` (``sandbox.unsafe``, ``--unsafe``, ``FADE_SANDBOX_UNSAFE=1``), with a loud warning.
 
-When the parent runs as root, the worker stays root in its namespaces and drops each program to an
-unprivileged uid (:data:`CANDIDATE_UID` for candidate code, :data:`CHECKER_UID` for HumanEval check
-programs), so programs can neither signal nor inspect the worker nor read root-only files. As a normal
-user, bwrap/unshare create a user namespace and programs run as that user with every capability
-dropped; the worker is then protected by being non-dumpable.
+Per program, whatever the backend, the worker adds what :mod:`fade_core.sandbox._zygote` lists: a
+cgroup, fresh mount/IPC/cgroup namespaces with a fresh /tmp and /dev/shm, an unprivileged identity
+and the seccomp filter. A root parent runs slot ``k``'s candidate programs as uid ``64000 + 2k`` and
+its check programs as ``64000 + 2k + 1``; a user parent runs them in a user namespace of their own.
 
-With no backend, :func:`resolve` refuses unless ``unsafe=True`` (or ``FADE_SANDBOX_UNSAFE=1``): the
-worker then runs on the host with rlimits, sessions and the uid drop only, and a warning is logged.
+:func:`resolve` never falls back silently: it runs :func:`fade_core.sandbox.selftest.self_test` on a
+backend before using it, logs which backend it took and why the stronger ones were refused, and
+refuses (:class:`SandboxUnavailable`) when no backend isolates the file system, the network and
+per-sample state, unless ``unsafe`` is set.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from fade_core.sandbox import cgroups
 
 log = logging.getLogger(__name__)
 
-CANDIDATE_UID = 65534  # nobody
-CHECKER_UID = 65533
-SANDBOX_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-TMPFS_BYTES = 512 * 1024 * 1024
 BACKENDS = ("bwrap", "unshare", "none")
+PREFERENCE = ("bwrap", "unshare")
+SANDBOX_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+PAYLOAD_MODULES = ("plaindata", "syscall_filter", "_zygote")  # sent to the worker, in import order
+SLOT_UID_BASE = 64000  # root parent: slot k runs candidates as 64000+2k and checks as 64000+2k+1
+SLOT_UIDS = 500
+USERNS_ID = 1000  # user parent: the uid/gid programs have inside their own user namespace
+WORKER_TMPFS_BYTES = 4 * 1024 * 1024  # the worker's /tmp holds only mount points
+ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf")
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
+REQUIRED = ("filesystem", "network", "sample_state", "python")
 
 
 class SandboxUnavailable(RuntimeError):
     """No isolation backend works here and unsafe execution was not requested."""
 
 
-def _python_dirs() -> list[str]:
+# The worker's first lines: read its own source (and plaindata's, syscall_filter's) from the protocol
+# socket, so that nothing of the project has to be mounted into the sandbox.
+BOOTSTRAP = r"""
+import json, os, struct, sys, types
+fd = int(sys.argv[sys.argv.index("--proto-fd") + 1])
+def _read(n):
+    b = bytearray()
+    while len(b) < n:
+        c = os.read(fd, n - len(b))
+        if not c:
+            os._exit(70)
+        b += c
+    return bytes(b)
+mods = json.loads(_read(struct.unpack(">I", _read(4))[0]))
+for name in ("fade_core", "fade_core.sandbox"):
+    pkg = types.ModuleType(name)
+    pkg.__path__ = []
+    sys.modules[name] = pkg
+sys.modules["fade_core"].sandbox = sys.modules["fade_core.sandbox"]
+for short, src in mods:
+    m = types.ModuleType("fade_core.sandbox." + short)
+    m.__file__ = "<fade-sandbox>/" + short + ".py"
+    sys.modules[m.__name__] = m
+    setattr(sys.modules["fade_core.sandbox"], short, m)
+    exec(compile(src, m.__file__, "exec"), m.__dict__)
+sys.modules["fade_core.sandbox._zygote"].main()
+"""
+
+
+@functools.cache
+def payload() -> bytes:
+    """The worker's modules as one JSON frame body: [[name, source], ...]."""
+    mods = []
+    for name in PAYLOAD_MODULES:
+        with open(os.path.join(SANDBOX_PKG_DIR, name + ".py"), encoding="utf-8") as f:
+            mods.append([name, f.read()])
+    return json.dumps(mods).encode()
+
+
+def python_dirs() -> list[str]:
     """Directories the sandboxed Python needs, read-only: its prefixes (a venv and the base install)
-    and the real executable's installation, outside /usr (which is bound anyway), outermost only."""
+    and the real executable's installation, wherever they are (outermost only; /usr is bound anyway)."""
     cands = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     cands |= {os.path.realpath(d) for d in list(cands)}
     cands.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
     out: list[str] = []
     for d in sorted(cands, key=len):
-        if d == "/" or d == "/usr" or d.startswith("/usr/") or any(d.startswith(o + "/") or d == o for o in out):
+        if d in ("/", "/usr") or d.startswith("/usr/") or any(d == o or d.startswith(o + "/") for o in out):
             continue
         out.append(d)
     return out
 
 
-def _system_binds() -> list[str]:
-    args: list[str] = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+def system_binds() -> tuple[list[str], dict[str, str]]:
+    """(directories and files to bind read-only, symlinks to recreate) of the system."""
+    binds = ["/usr", *[f for f in ETC_FILES if os.path.lexists(f)]]
+    links: dict[str, str] = {}
     for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(d):
-            args += ["--symlink", os.readlink(d), d]
+            links[d] = os.readlink(d)
         elif os.path.isdir(d):
-            args += ["--ro-bind", d, d]
-    return args
+            binds.append(d)
+    return binds, links
+
+
+def _ancestors(path: str) -> list[str]:
+    """"/a/b/c" -> ["/a", "/a/b"]."""
+    parts = path.strip("/").split("/")
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+@dataclass(frozen=True)
+class Guarantees:
+    """What a backend was shown to enforce here by :func:`~fade_core.sandbox.selftest.self_test`."""
+
+    backend: str
+    filesystem: bool = False  # programs see only the system and Python directories, read-only
+    network: bool = False  # a network namespace with only a loopback device
+    sample_state: bool = False  # fresh /tmp and /dev/shm per program; no SysV IPC, keyrings, namespaces
+    syscall_filter: bool = False  # the seccomp filter is in force
+    worker_unreachable: bool = False  # the worker is PID 1, untraceable, its descriptors unreachable
+    python: bool = False  # the standard library (and numpy, when installed) imports in programs
+    cgroup: str | None = None  # "v1" / "v2": per-sample limits below; None: per-process rlimits
+    memory_per_sample: bool = False
+    tasks_per_sample: bool = False
+    cpu_per_sample: bool = False
+    identity: str = ""  # how programs are separated from the worker and each other
+    failures: tuple[str, ...] = field(default_factory=tuple)
+
+    def missing(self) -> list[str]:
+        """The required guarantees (:data:`REQUIRED`) this backend does not give."""
+        return [g for g in REQUIRED if not getattr(self, g)]
+
+    def lines(self) -> list[str]:
+        """One line per guarantee, for ``fade verify --self-test`` and the logs."""
+        yes = {True: "yes", False: "NO"}
+        mem = "per sample (cgroup " + str(self.cgroup) + ")" if self.memory_per_sample else "per process (RLIMIT_AS)"
+        tasks = "per sample (pids cgroup)" if self.tasks_per_sample else "per uid (RLIMIT_NPROC)"
+        cpu = "per sample (cgroup CPU time, 1-CPU quota)" if self.cpu_per_sample else "per process (RLIMIT_CPU)"
+        out = [
+            f"backend: {self.backend}",
+            f"filesystem isolation (host files invisible, read-only system): {yes[self.filesystem]}",
+            f"network isolation (loopback only): {yes[self.network]}",
+            f"per-sample state (fresh /tmp and /dev/shm; no SysV IPC, keyrings, namespaces): {yes[self.sample_state]}",
+            f"seccomp filter: {yes[self.syscall_filter]}",
+            f"worker unreachable (PID 1, no ptrace, descriptors closed): {yes[self.worker_unreachable]}",
+            f"standard library and numpy importable: {yes[self.python]}",
+            f"memory limit: {mem}",
+            f"task limit: {tasks}",
+            f"CPU limit and share: {cpu}",
+            f"identity: {self.identity}",
+        ]
+        out += [f"failed check: {f}" for f in self.failures]
+        return out
 
 
 @dataclass(frozen=True)
 class Isolation:
-    """A way to start sandbox workers. ``backend`` is one of :data:`BACKENDS`."""
+    """A way to start sandbox workers. ``backend`` is one of :data:`BACKENDS`; ``layout`` says where
+    per-sample cgroups go (None: rlimits only); ``guarantees`` is what the self-test showed."""
 
     backend: str
+    layout: cgroups.Layout | None = None
+    guarantees: Guarantees | None = None
 
     @property
     def as_root(self) -> bool:
@@ -83,34 +189,52 @@ class Isolation:
     def isolated(self) -> bool:
         return self.backend != "none"
 
-    def uid_for(self, role: str) -> tuple[int, int]:
-        if not self.as_root:
-            return -1, -1
-        uid = CANDIDATE_UID if role == "candidate" else CHECKER_UID
-        return uid, uid
+    def identity(self) -> str:
+        """How programs get their identity: ``setuid`` (root parent: a per-slot uid), ``userns``
+        (user parent: a user namespace per program) or ``none`` (unsafe backend as a user)."""
+        if self.as_root:
+            return "setuid"
+        return "userns" if self.isolated else "none"
+
+    def program_ids(self, slot: int, role: str) -> tuple[int, int]:
+        """uid and gid of the programs of ``slot`` in ``role`` ("candidate" or "checker")."""
+        ident = self.identity()
+        if ident == "setuid":
+            uid = SLOT_UID_BASE + 2 * (slot % SLOT_UIDS) + (role != "candidate")
+            return uid, uid
+        if ident == "userns":
+            return USERNS_ID, USERNS_ID
+        return os.getuid(), os.getgid()
 
     def prefix(self) -> list[str]:
         """The command line that wraps the worker's Python process."""
         if self.backend == "bwrap":
-            args = [
-                "bwrap",
-                "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session",
-                *_system_binds(),
-            ]  # fmt: skip
+            binds, links = system_binds()
+            args = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
             if not self.as_root:
-                args.insert(1, "--unshare-user")
-            for d in _python_dirs():
-                args += ["--ro-bind", d, d]
-            args += [
-                "--ro-bind", SANDBOX_PKG_DIR, "/fade_sandbox",
-                "--proc", "/proc", "--dev", "/dev",
-                "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                "--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-                "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8",
-                "--chdir", "/tmp",
-            ]  # fmt: skip
-            return args
+                args.append("--unshare-user")
+            args += ["--die-with-parent", "--new-session", "--as-pid-1"]
+            made: set[str] = {"/", "/tmp"}
+
+            def bind(path: str) -> None:
+                for parent in _ancestors(path):  # bwrap would make them 0700: closed to the program uid
+                    if parent not in made:
+                        args.extend(["--perms", "0755", "--dir", parent])
+                        made.add(parent)
+                args.extend(["--ro-bind", path, path])
+
+            for b in binds:
+                bind(b)
+            for link, target in links.items():
+                args += ["--symlink", target, link]
+            args += ["--proc", "/proc", "--dev", "/dev", "--dir", "/dev/shm",
+                     "--size", str(WORKER_TMPFS_BYTES), "--tmpfs", "/tmp"]  # fmt: skip
+            for d in python_dirs():  # after /tmp: a venv under /tmp lands on top of the tmpfs
+                bind(d)
+            args += ["--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
+            for k, v in ENV.items():
+                args += ["--setenv", k, v]
+            return [*args, "--chdir", "/"]
         if self.backend == "unshare":
             args = ["unshare", "--net", "--pid", "--fork", "--mount", "--ipc", "--uts", "--mount-proc", "--kill-child"]
             if not self.as_root:
@@ -118,69 +242,96 @@ class Isolation:
             return args
         return []
 
-    def worker_argv(self, role: str, fd_sock: int = -1) -> list[str]:
-        """Full argv of one worker of ``role`` ("candidate" or "checker"); ``fd_sock`` is the inherited
-        unix socket on which pipe ends for HumanEval checks arrive."""
-        uid, gid = self.uid_for(role)
-        script = "/fade_sandbox/_zygote.py" if self.backend == "bwrap" else os.path.join(SANDBOX_PKG_DIR, "_zygote.py")
-        argv = [*self.prefix(), sys.executable, "-I", "-B", script, "--role", role, "--uid", str(uid), "--gid", str(gid),
-                "--fd-sock", str(fd_sock)]  # fmt: skip
+    def worker_argv(self, role: str, slot: int, proto_fd: int, fd_sock: int, cgroup_spec: str) -> list[str]:
+        """Full argv of one worker of ``role`` for ``slot``; ``proto_fd`` is its end of the protocol
+        socket, ``fd_sock`` the socket on which HumanEval pipe ends arrive, ``cgroup_spec`` its
+        sample cgroup's descriptors (see :meth:`fade_core.sandbox.cgroups.WorkerCgroup.spec`)."""
+        uid, gid = self.program_ids(slot, role)
+        argv = [*self.prefix(), sys.executable, "-I", "-B", "-c", BOOTSTRAP, "--role", role,
+                "--identity", self.identity(), "--uid", str(uid), "--gid", str(gid),
+                "--proto-fd", str(proto_fd), "--fd-sock", str(fd_sock), "--cgroup", cgroup_spec]  # fmt: skip
+        if self.isolated:
+            argv += ["--private-mounts", "--rebind", json.dumps([d for d in python_dirs() if d.startswith("/tmp/")])]
         if self.backend == "unshare":
-            argv.append("--setup-mounts")
+            binds, links = system_binds()
+            argv += ["--build-root", json.dumps({"binds": binds + python_dirs(), "symlinks": links})]
         return argv
 
     def worker_env(self) -> dict[str, str]:
         """The scrubbed environment a worker starts with."""
-        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
+        return dict(ENV)
 
 
-@functools.cache
-def probe(backend: str) -> str | None:
-    """None when ``backend`` can start a Python process here, else the reason it cannot."""
+def available(backend: str) -> str | None:
+    """None when ``backend``'s program is installed, else why not."""
     if backend == "none":
         return None
     exe = {"bwrap": "bwrap", "unshare": "unshare"}[backend]
-    if shutil.which(exe) is None:
-        return f"{exe} is not installed"
-    iso = Isolation(backend)
-    argv = [*iso.prefix(), sys.executable, "-I", "-c", "import socket; print(len(socket.if_nameindex()))"]
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=iso.worker_env())
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{exe} failed to start: {e}"
-    if p.returncode != 0:
-        return f"{exe} failed (exit {p.returncode}): {p.stderr.strip()[-300:]}"
-    return None
+    return None if shutil.which(exe) else f"{exe} is not installed"
 
 
-def resolve(backend: str = "auto", *, unsafe: bool = False) -> Isolation:
-    """The isolation to use. ``auto`` takes bwrap, else unshare. Without a working backend this raises
-    :class:`SandboxUnavailable` unless ``unsafe`` (or env ``FADE_SANDBOX_UNSAFE=1``) is set, in which
-    case it warns loudly and returns the unisolated backend."""
+@functools.cache
+def cgroup_layout(parent: str | None) -> tuple[cgroups.Layout | None, str]:
+    """Where per-sample cgroups go for ``parent`` (see :func:`fade_core.sandbox.cgroups.detect`)."""
+    return cgroups.detect(parent)
+
+
+_tested: dict[tuple, Guarantees] = {}
+_tested_lock = threading.Lock()
+
+
+def tested(backend: str, cgroup_parent: str | None = None) -> Guarantees:
+    """The self-test's findings for ``backend`` (run once per process and setting)."""
+    key = (backend, cgroup_parent, os.geteuid(), sys.prefix)
+    with _tested_lock:
+        if key not in _tested:
+            from fade_core.sandbox.selftest import self_test
+
+            _tested[key] = self_test(backend, cgroup_parent)
+        return _tested[key]
+
+
+def resolve(backend: str = "auto", *, unsafe: bool = False, cgroup_parent: str | None = None) -> Isolation:
+    """The isolation to use. ``auto`` takes the first of :data:`PREFERENCE` whose self-test shows every
+    :data:`REQUIRED` guarantee, logging the choice and why stronger backends were refused. Without
+    one this raises :class:`SandboxUnavailable` unless ``unsafe`` (or env ``FADE_SANDBOX_UNSAFE=1``)
+    is set, in which case it warns loudly and returns the requested (or the unisolated) backend."""
     unsafe = unsafe or os.environ.get("FADE_SANDBOX_UNSAFE") == "1"
     if backend not in ("auto", *BACKENDS):
         raise ValueError(f"unknown sandbox backend {backend!r}; expected auto or one of {BACKENDS}")
-    reasons = []
-    for b in ("bwrap", "unshare") if backend == "auto" else (backend,):
+    layout, cg_why = cgroup_layout(cgroup_parent)
+    reasons: list[str] = []
+    for b in PREFERENCE if backend == "auto" else (backend,):
         if b == "none":
+            reasons.append("backend 'none' requested")
             break
-        why = probe(b)
-        if why is None:
-            return Isolation(b)
-        reasons.append(why)
+        g = tested(b, cgroup_parent)
+        missing = g.missing()
+        if not missing:
+            msg = f"fade sandbox: using {b}" + (f" ({'; '.join(reasons)})" if reasons else "")
+            (log.warning if reasons else log.info)(msg + ": " + "; ".join(g.lines()[1:]))
+            if layout is None:
+                log.warning("fade sandbox: no per-sample cgroup (%s); memory, task and CPU limits are per process", cg_why)
+            return Isolation(b, layout, g)
+        reasons.append(f"{b} refused: no {', '.join(missing)}" + (f" ({'; '.join(g.failures)})" if g.failures else ""))
+        if unsafe and backend != "auto":
+            _warn(f"using {b} WITHOUT {', '.join(missing)} isolation because unsafe was requested. " + "; ".join(reasons))
+            return Isolation(b, layout, g)
     if not unsafe:
         raise SandboxUnavailable(
-            "no sandbox isolation is available ("
-            + "; ".join(reasons or ["backend 'none' requested"])
-            + "). Install bubblewrap (apt-get install bubblewrap) or enable user namespaces for unshare; "
-            "to run untrusted code WITHOUT namespace isolation anyway pass unsafe=True (CLI: --unsafe) "
-            "or set FADE_SANDBOX_UNSAFE=1."
+            "no sandbox backend isolates the file system, the network and per-sample state here ("
+            + "; ".join(reasons)
+            + "). Install bubblewrap (apt-get install bubblewrap) or enable user namespaces; to run "
+            "untrusted code WITHOUT that isolation anyway set sandbox.unsafe (CLI: --unsafe, env "
+            "FADE_SANDBOX_UNSAFE=1)."
         )
-    msg = (
-        "fade sandbox: running untrusted code WITHOUT namespace isolation (no network or filesystem "
-        "isolation; only rlimits, sessions and the uid drop apply). Reasons: " + "; ".join(reasons or ["requested"])
-    )
-    warnings.warn(msg, RuntimeWarning, stacklevel=2)
+    _warn("running untrusted code WITHOUT namespace isolation (no network or filesystem isolation; only "
+          "rlimits, cgroups, seccomp and the uid drop apply). Reasons: " + "; ".join(reasons))  # fmt: skip
+    return Isolation("none", layout, Guarantees("none", failures=tuple(reasons)))
+
+
+def _warn(text: str) -> None:
+    msg = "fade sandbox: " + text
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
     log.warning(msg)
     print("WARNING: " + msg, file=sys.stderr)
-    return Isolation("none")

@@ -21,9 +21,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 MAX_DEPTH = 200
+# A plain value of depth MAX_DEPTH is at most twice as deep as JSON (tagged forms add a level), and a
+# frame wraps it in a few levels more.
+MAX_JSON_DEPTH = 2 * MAX_DEPTH + 16
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class Unencodable(TypeError):
@@ -117,6 +123,38 @@ def _dec(x: Any, depth: int) -> Any:
 def decode(x: Any) -> Any:
     """The Python value of an :func:`encode`-d value; builds built-in types only."""
     return _dec(x, 0)
+
+
+def json_depth_exceeds(data: bytes, limit: int) -> bool:
+    """True when the JSON text ``data`` nests arrays/objects more than ``limit`` deep (brackets inside
+    strings do not count). Stops as soon as the limit is passed, so a deep bomb costs ``limit`` steps."""
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    depth = 0
+    for c in brackets:
+        if c == 91 or c == 123:  # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def loads_bounded(data: bytes, *, max_bytes: int, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` for text that crossed the sandbox boundary: refuses more than ``max_bytes`` bytes
+    or nesting deeper than ``max_depth`` with ValueError (never RecursionError or MemoryError)."""
+    if len(data) > max_bytes:
+        raise ValueError(f"frame of {len(data)} bytes exceeds the cap of {max_bytes}")
+    if json_depth_exceeds(data, max_depth):
+        raise ValueError(f"frame nested deeper than {max_depth}")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("frame nested too deeply for the parser") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"frame is not UTF-8: {e}") from None
 
 
 def dumps(x: Any) -> bytes:

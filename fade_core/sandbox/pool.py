@@ -23,6 +23,10 @@ Per program:
 Whatever the program does (exit 0 early, print "PASSED", return an object with ``__eq__`` always
 True, patch builtins, kill its worker), the pass decision is made here from plain JSON, and an
 unanswered test is a failure.
+
+Replies from a worker are parsed with bounded size and depth (:func:`plaindata.loads_bounded`); a
+reply that is late, malformed, or reports a sandbox error resets the slot (both of its workers are
+killed and restarted on next use), so no later verdict of the slot can be shifted or forged.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from fade_core.sandbox import compare, plaindata
-from fade_core.sandbox.isolation import Isolation, resolve
+from fade_core.sandbox.cgroups import PoolCgroups, WorkerCgroup
+from fade_core.sandbox.isolation import Isolation, payload, resolve
 
 STATUSES = (
     "passed", "wrong_answer", "runtime_error", "timeout", "memory_limit", "output_limit",
@@ -56,17 +61,22 @@ DEBUG_CHARS = 2000
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one test run (a call-style program's limits cover its whole process)."""
+    """Resource limits of one sample: a stdio program's run on one test, or a call-style program's
+    whole life (loading and every call). With a per-sample cgroup (see :mod:`.cgroups`) memory, tasks
+    and CPU time are limited for all the sample's processes together; without one they fall back to
+    per-process rlimits, and a memory overrun is then a runtime_error (no kernel evidence of it)."""
 
-    cpu_s: float = 4.0  # CPU seconds (RLIMIT_CPU)
-    wall_s: float = 8.0  # wall-clock seconds per test; the process group is killed after it
-    mem_mb: int = 1024  # address space (RLIMIT_AS)
+    cpu_s: float = 4.0  # CPU seconds of the sample (cgroup CPU time; RLIMIT_CPU per process as well)
+    wall_s: float = 8.0  # wall-clock seconds of the sample; every process of it is killed after it
+    mem_mb: int = 1024  # memory of the sample, tmpfs included (cgroup; else RLIMIT_AS per process)
     fsize_mb: int = 16  # largest file the program may write (RLIMIT_FSIZE)
-    nproc: int = 64  # processes of the sandbox uid (RLIMIT_NPROC)
-    nofile: int = 64  # open files (RLIMIT_NOFILE)
+    nproc: int = 64  # tasks (processes and threads) of the sample (pids cgroup; else RLIMIT_NPROC per uid)
+    nofile: int = 64  # open files per process (RLIMIT_NOFILE)
     stdout_bytes: int = 8 * 1024 * 1024  # captured stdout; more is an output_limit
     stderr_bytes: int = 64 * 1024  # captured stderr; the rest is dropped
     result_bytes: int = 16 * 1024 * 1024  # one call's returned value, serialized
+    cpus: float = 1.0  # CPU bandwidth of the sample, in CPUs (cgroup CPU quota)
+    tmp_mb: int = 64  # size of the sample's fresh /tmp (its pages count against mem_mb)
 
     def to_wire(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,7 +115,14 @@ class Job:
 
 
 class WorkerLost(RuntimeError):
-    """The worker died, hung or broke the protocol."""
+    """The worker died, hung, broke the protocol or reported a sandbox error: the slot is reset."""
+
+
+def _reply_cap(limits: Limits | None) -> int:
+    """Largest reply a worker may send for requests under ``limits``: captured output and a value,
+    JSON-escaped (at most 6 bytes per byte), plus framing."""
+    lim = limits or Limits()
+    return 6 * (lim.stdout_bytes + lim.stderr_bytes + lim.result_bytes) + (1 << 20)
 
 
 class _Spawner:
@@ -149,44 +166,55 @@ _spawner = _Spawner()
 
 
 class _Worker:
-    """One worker process and its framed pipe protocol."""
+    """One worker process and its framed protocol on a private socket (never the worker's stdin or
+    stdout: its descriptors 0 and 1 are /dev/null, 2 a log file)."""
 
-    def __init__(self, iso: Isolation, role: str):
+    def __init__(self, iso: Isolation, role: str, slot: int, cgroup: WorkerCgroup | None):
         self.role = role
+        self.cgroup = cgroup
         self._log = tempfile.TemporaryFile()
-        self.fd_sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.fd_sock, theirs_fds = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        cg_fds = cgroup.open() if cgroup is not None else {}
         try:
+            argv = iso.worker_argv(role, slot, theirs.fileno(), theirs_fds.fileno(), cgroup.spec() if cgroup else "")
             self.proc = _spawner.call(
                 lambda: subprocess.Popen(
-                    iso.worker_argv(role, theirs.fileno()),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
                     stderr=self._log,
                     env=iso.worker_env(),
                     start_new_session=True,
                     close_fds=True,
-                    pass_fds=(theirs.fileno(),),
+                    pass_fds=(theirs.fileno(), theirs_fds.fileno(), *cg_fds.values()),
                 )
             )
         finally:
             theirs.close()
-        self.rfd = self.proc.stdout.fileno()
-        self.wfd = self.proc.stdin.fileno()
+            theirs_fds.close()
+            if cgroup is not None:
+                cgroup.close_fds()
+        self.fd = self.sock.fileno()
         try:
+            self.send_raw(payload())
             self.hello = self.recv(time.monotonic() + 60)
+            if self.hello.get("hello") is not True:
+                raise WorkerLost(f"unexpected greeting {self.hello!r:.200}")
         except WorkerLost as e:
             self._log.seek(0)
             err = self._log.read()[-1500:]
             self.close()
             raise WorkerLost(f"{role} worker failed to start: {e}; stderr: {err!r}") from None
 
-    def send(self, obj: Mapping[str, Any]) -> None:
-        data = json.dumps(obj, separators=(",", ":")).encode()
+    def send_raw(self, data: bytes) -> None:
         try:
-            self.proc.stdin.write(struct.pack(">I", len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as e:
+            self.sock.sendall(struct.pack(">I", len(data)) + data)
+        except OSError as e:
             raise WorkerLost(f"write failed: {e}") from None
+
+    def send(self, obj: Mapping[str, Any]) -> None:
+        self.send_raw(json.dumps(obj, separators=(",", ":")).encode())
 
     def _read_exact(self, n: int, deadline: float) -> bytes:
         parts, got = [], 0
@@ -194,26 +222,38 @@ class _Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerLost("no answer before the deadline")
-            ready, _, _ = select.select([self.rfd], [], [], left)
+            ready, _, _ = select.select([self.fd], [], [], left)
             if not ready:
                 continue
-            chunk = os.read(self.rfd, min(n - got, 1 << 20))
+            try:
+                chunk = os.read(self.fd, min(n - got, 1 << 20))
+            except OSError as e:
+                raise WorkerLost(f"read failed: {e}") from None
             if not chunk:
                 raise WorkerLost("worker exited")
             parts.append(chunk)
             got += len(chunk)
         return b"".join(parts)
 
-    def recv(self, deadline: float) -> dict[str, Any]:
+    def recv(self, deadline: float, cap: int | None = None) -> dict[str, Any]:
+        """The next reply, parsed with bounded size and depth; anything else is :class:`WorkerLost`."""
         n = struct.unpack(">I", self._read_exact(4, deadline))[0]
-        obj = json.loads(self._read_exact(n, deadline))
+        cap = cap or _reply_cap(None)
+        if n > cap:
+            raise WorkerLost(f"reply of {n} bytes exceeds the cap of {cap}")
+        try:
+            obj = plaindata.loads_bounded(self._read_exact(n, deadline), max_bytes=cap)
+        except ValueError as e:
+            raise WorkerLost(f"malformed reply: {e}") from None
         if not isinstance(obj, dict):
-            raise WorkerLost("malformed frame")
+            raise WorkerLost("malformed reply: not an object")
+        if "sandbox_error" in obj:
+            raise WorkerLost(f"worker reported: {str(obj['sandbox_error'])[:1000]}")
         return obj
 
-    def request(self, obj: Mapping[str, Any], timeout: float) -> dict[str, Any]:
+    def request(self, obj: Mapping[str, Any], timeout: float, cap: int | None = None) -> dict[str, Any]:
         self.send(obj)
-        return self.recv(time.monotonic() + timeout)
+        return self.recv(time.monotonic() + timeout, cap)
 
     def send_fds(self, fds: Sequence[int]) -> None:
         try:
@@ -236,33 +276,48 @@ class _Worker:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        for f in (self.proc.stdin, self.proc.stdout, self.fd_sock):
+        for f in (self.sock, self.fd_sock):
             try:
                 f.close()
             except OSError:
                 pass
         self.proc.wait()
         self._log.close()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 class _Slot:
-    def __init__(self, iso: Isolation):
+    def __init__(self, iso: Isolation, index: int, cgroups: PoolCgroups | None):
         self.iso = iso
+        self.index = index
+        self.cgroups = cgroups
         self.cand: _Worker | None = None
         self.check: _Worker | None = None
+
+    def _start(self, role: str) -> _Worker:
+        cg = self.cgroups.new_worker() if self.cgroups is not None else None
+        try:
+            return _Worker(self.iso, role, self.index, cg)
+        except BaseException:
+            if cg is not None:
+                cg.remove()
+            raise
 
     def candidate(self) -> _Worker:
         if self.cand is None or not self.cand.alive():
             if self.cand is not None:
                 self.cand.close()
-            self.cand = _Worker(self.iso, "candidate")
+                self.cand = None
+            self.cand = self._start("candidate")
         return self.cand
 
     def checker(self) -> _Worker:
         if self.check is None or not self.check.alive():
             if self.check is not None:
                 self.check.close()
-            self.check = _Worker(self.iso, "checker")
+                self.check = None
+            self.check = self._start("checker")
         return self.check
 
     def logs(self) -> str:
@@ -285,20 +340,33 @@ def _trim(text: str) -> str:
 
 
 def classify(res: Mapping[str, Any], limits: Limits) -> str | None:
-    """Failure status of one finished process (the worker's exec record), or None if it ended cleanly."""
+    """Failure status of one finished program (the worker's exec record), or None if it ended cleanly.
+
+    Every status rests on what the worker saw from outside the program (signals, kills, the cgroup's
+    OOM counter), never on what the program printed: a program that writes "MemoryError" to stderr
+    and exits 1 is a runtime_error."""
     frames = res.get("frames") or []
-    if any("compile_error" in f for f in frames):
+    if any(isinstance(f, dict) and "compile_error" in f for f in frames):
         return "compile_error"
     sig = res.get("signal")
     if res.get("killed") == "output" or sig == signal.SIGXFSZ:
         return "output_limit"
-    if res.get("killed") == "wall" or sig == signal.SIGXCPU or (sig == signal.SIGKILL and res.get("cpu", 0) >= limits.cpu_s - 0.05):
+    if res.get("oom") is True:
+        return "memory_limit"
+    if res.get("killed") in ("wall", "cpu") or sig == signal.SIGXCPU or (
+        sig == signal.SIGKILL and _number(res.get("cpu")) >= limits.cpu_s - 0.05
+    ):
         return "timeout"
     failed = sig is not None or res.get("exit") not in (0, None)
-    err = res.get("stderr", "")
-    if failed and ("MemoryError" in err or "Cannot allocate memory" in err or "bad_alloc" in err):
-        return "memory_limit"
     return "runtime_error" if failed else None
+
+
+def _number(x: Any) -> float:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
+
+
+def _text(x: Any) -> str:
+    return x if isinstance(x, str) else ""
 
 
 def default_workers() -> int:
@@ -307,23 +375,46 @@ def default_workers() -> int:
     return (os.cpu_count() or 1) + 2
 
 
+def _check_tests(tests: list, kind: str) -> None:
+    for i, t in enumerate(tests):
+        if not isinstance(t, Mapping) or "input" not in t:
+            raise ValueError(f"tests[{i}] must be a mapping with an 'input' key, got {t!r:.200}")
+        if kind == "stdio" and t.get("testtype") != "humaneval" and not isinstance(t.get("output"), str):
+            raise ValueError(f"tests[{i}].output must be the expected stdout text, got {type(t.get('output')).__name__}")
+
+
 class Sandbox:
     """A pool of sandbox worker slots. Use as a context manager or call :meth:`close`.
 
-    ``workers``: parallel slots (default: :func:`default_workers`). ``backend``: "auto" (bwrap, else
-    unshare), "bwrap", "unshare" or "none". ``unsafe``: allow running without isolation (warned).
+    ``workers``: parallel slots (default: :func:`default_workers`). ``backend``: "auto" (the
+    strongest backend that passes its self-test), "bwrap", "unshare" or "none" (default: env
+    ``FADE_SANDBOX_BACKEND``, else auto). ``unsafe``: allow a backend without file-system, network
+    and per-sample state isolation (warned). ``cgroup_parent``: where per-sample cgroups go (default:
+    env ``FADE_SANDBOX_CGROUP``, else found automatically; see :mod:`.cgroups`).
+    :attr:`guarantees` says what is in force.
     """
 
-    def __init__(self, workers: int | None = None, *, backend: str = "auto", unsafe: bool = False, limits: Limits | None = None):
-        self.isolation = resolve(backend, unsafe=unsafe)
+    def __init__(self, workers: int | None = None, *, backend: str | None = None, unsafe: bool = False,
+                 limits: Limits | None = None, cgroup_parent: str | None = None, _isolation: Isolation | None = None):  # fmt: skip
+        cgroup_parent = cgroup_parent or os.environ.get("FADE_SANDBOX_CGROUP") or None
+        backend = backend or os.environ.get("FADE_SANDBOX_BACKEND") or "auto"
+        self.isolation = _isolation or resolve(backend, unsafe=unsafe, cgroup_parent=cgroup_parent)
         self.workers = max(1, workers or default_workers())
         self.limits = limits or Limits()
+        layout = self.isolation.layout
+        # a candidate and a checker worker per slot, each weighing as one process would outside cgroups
+        self._cgroups = PoolCgroups(layout, cpu_weight=2 * self.workers) if layout is not None else None
         self._slots: queue.Queue[_Slot] = queue.Queue()
-        self._all = [_Slot(self.isolation) for _ in range(self.workers)]
+        self._all = [_Slot(self.isolation, i, self._cgroups) for i in range(self.workers)]
         for s in self._all:
             self._slots.put(s)
         self._closed = False
         self._lock = threading.Lock()
+
+    @property
+    def guarantees(self):
+        """The :class:`~fade_core.sandbox.isolation.Guarantees` of this pool's backend."""
+        return self.isolation.guarantees
 
     def __enter__(self) -> Sandbox:
         return self
@@ -338,6 +429,8 @@ class Sandbox:
             self._closed = True
         for s in self._all:
             s.reset()
+        if self._cgroups is not None:
+            self._cgroups.close()
 
     # ---------------------------------------------------------------------------------------- API
     def run(
@@ -368,25 +461,29 @@ class Sandbox:
         tests = list(tests)
         if not tests:
             return Verdict(False, "sandbox_error", 0, 0, detail="the problem has no tests")
-        for i, t in enumerate(tests):
-            if not isinstance(t, Mapping) or "input" not in t:
-                raise ValueError(f"tests[{i}] must be a mapping with an 'input' key, got {t!r:.200}")
+        _check_tests(tests, kind)
+        humaneval = any(t.get("testtype") == "humaneval" for t in tests)
+        if humaneval and not fn_name:
+            raise ValueError("humaneval tests need fn_name (the entry point)")
+        if kind == "call" and not fn_name:
+            raise ValueError("call-style tests need fn_name")
         slot = self._slots.get()
         try:
             try:
-                if any(t.get("testtype") == "humaneval" for t in tests):
-                    if not fn_name:
-                        raise ValueError("humaneval tests need fn_name (the entry point)")
+                if humaneval:
                     return self._run_humaneval(slot, code, tests, fn_name, prompt or "", lim)
                 if kind == "stdio":
                     return self._run_stdio(slot, code, tests, judge, float_tol, lim)
-                if not fn_name:
-                    raise ValueError("call-style tests need fn_name")
                 return self._run_call(slot, code, tests, fn_name, float_tol, lim)
-            except WorkerLost as e:
+            except (WorkerLost, KeyError, TypeError, AttributeError) as e:
+                # any anomaly: the slot's workers are replaced, so nothing of it reaches a later sample
+                why = str(e) if isinstance(e, WorkerLost) else f"malformed reply: {type(e).__name__}: {e}"
                 logs = slot.logs()
                 slot.reset()
-                return Verdict(False, "sandbox_error", 0, len(tests), detail=f"sandbox worker lost: {e}; {logs}"[:DEBUG_CHARS])
+                return Verdict(False, "sandbox_error", 0, len(tests), detail=f"sandbox worker lost: {why}; {logs}"[:DEBUG_CHARS])
+            except BaseException:
+                slot.reset()
+                raise
         finally:
             self._slots.put(slot)
 
@@ -420,41 +517,37 @@ class Sandbox:
     # ------------------------------------------------------------------------------------ per kind
     @staticmethod
     def _budget(lim: Limits) -> float:
+        """How long the parent waits for a reply: the program's wall limit and time to clean up."""
         return lim.wall_s + 10.0
 
     def _run_stdio(self, slot: _Slot, code: str, tests: list, judge: str, tol: float, lim: Limits) -> Verdict:
         wall = cpu = 0.0
         last: dict[str, Any] = {}
+        cap = _reply_cap(lim)
         for i, t in enumerate(tests):
             stdin = t["input"] if isinstance(t["input"], str) else json.dumps(t["input"])
             w = slot.candidate()
-            res = w.request({"op": "stdio", "code": code, "stdin": stdin, "limits": lim.to_wire()}, self._budget(lim))
-            if "sandbox_error" in res:
-                return Verdict(False, "sandbox_error", i, len(tests), detail=res["sandbox_error"])
-            wall += res["wall"]
-            cpu += res["cpu"]
+            res = w.request({"op": "stdio", "code": code, "stdin": stdin, "limits": lim.to_wire()}, self._budget(lim), cap)
+            wall += _number(res["wall"])
+            cpu += _number(res["cpu"])
             last = res
             status = classify(res, lim)
             if status is None:
-                expected = t.get("output")
-                if not isinstance(expected, str):
-                    raise ValueError(f"tests[{i}].output must be the expected stdout text, got {type(expected).__name__}")
-                ok, why = compare.compare_stdout(res["stdout"], expected, judge, tol)
+                ok, why = compare.compare_stdout(_text(res["stdout"]), t["output"], judge, tol)
                 if ok:
                     continue
                 status, detail = "wrong_answer", f"test {i}: {why}"
             else:
                 detail = f"test {i}: {status}" + _compile_detail(res)
-            return Verdict(False, status, i, len(tests), wall, cpu, _trim(res["stdout"]), _trim(res["stderr"]), detail)
-        return Verdict(True, "passed", len(tests), len(tests), wall, cpu, _trim(last.get("stdout", "")), _trim(last.get("stderr", "")), "ok")
+            return Verdict(False, status, i, len(tests), wall, cpu, _trim(_text(res["stdout"])), _trim(_text(res["stderr"])), detail)
+        return Verdict(True, "passed", len(tests), len(tests), wall, cpu, _trim(_text(last.get("stdout"))),
+                       _trim(_text(last.get("stderr"))), "ok")  # fmt: skip
 
     def _serve(self, w: _Worker, code: str, fn_name: str, lim: Limits, module_name: str) -> Verdict | None:
         res = w.request(
             {"op": "serve", "code": code, "fn_name": fn_name, "limits": lim.to_wire(), "module_name": module_name},
-            self._budget(lim),
-        )
-        if "sandbox_error" in res:
-            return Verdict(False, "sandbox_error", 0, 0, detail=res["sandbox_error"])
+            self._budget(lim), _reply_cap(lim),
+        )  # fmt: skip
         if res.get("ready") is True:
             return None
         ex = res.get("exec") or {}
@@ -463,11 +556,12 @@ class Sandbox:
         msg = frame.get("error") or frame.get("compile_error") or next(
             (f.get("compile_error") for f in ex.get("frames", []) if "compile_error" in f), ""
         )
-        return Verdict(False, status, 0, 0, ex.get("wall", 0.0), ex.get("cpu", 0.0), _trim(ex.get("stdout", "")),
-                       _trim(ex.get("stderr", "")), f"program did not load: {status}: {msg}"[:DEBUG_CHARS])  # fmt: skip
+        return Verdict(False, status, 0, 0, _number(ex.get("wall")), _number(ex.get("cpu")), _trim(_text(ex.get("stdout"))),
+                       _trim(_text(ex.get("stderr"))), f"program did not load: {status}: {msg}"[:DEBUG_CHARS])  # fmt: skip
 
     def _run_call(self, slot: _Slot, code: str, tests: list, fn_name: str, tol: float, lim: Limits) -> Verdict:
         w = slot.candidate()
+        cap = _reply_cap(lim)
         failed = self._serve(w, code, fn_name, lim, "__fade_solution__")
         if failed is not None:
             return replace(failed, tests_total=len(tests))
@@ -477,8 +571,8 @@ class Sandbox:
             args = t["input"]
             if not isinstance(args, list):
                 args = [args]
-            reply = w.request({"op": "call", "args": plaindata.encode(args)}, self._budget(lim))
-            wall += reply.get("wall", 0.0)
+            reply = w.request({"op": "call", "args": plaindata.encode(args)}, self._budget(lim), cap)
+            wall += _number(reply.get("wall"))
             if reply.get("ok") is not True:
                 ex = reply.get("exec") or {}
                 status = classify(ex, lim) if reply.get("dead") else None
@@ -487,23 +581,29 @@ class Sandbox:
                 break
             try:
                 value = plaindata.decode(reply.get("value"))
-            except (ValueError, TypeError, KeyError) as e:
-                verdict = Verdict(False, "wrong_answer", i, len(tests), detail=f"test {i}: undecodable value: {e}")
+            except (ValueError, TypeError, KeyError, RecursionError) as e:
+                verdict = Verdict(False, "wrong_answer", i, len(tests), detail=f"test {i}: undecodable value: {str(e)[:200]}")
                 break
             ok, why = compare.compare_value(value, t.get("output"), tol)
             if not ok:
                 verdict = Verdict(False, "wrong_answer", i, len(tests), detail=f"test {i}: {why}")
                 break
-        end = w.request({"op": "end"}, self._budget(lim)).get("exec") or {}
+        end = w.request({"op": "end"}, self._budget(lim), cap).get("exec") or {}
         if verdict is None:
-            verdict = Verdict(True, "passed", len(tests), len(tests), detail="ok")
+            # every answer was right; the program must still end within its limits (threads joined)
+            late = classify(end, lim) if end else None
+            if late in ("timeout", "memory_limit", "output_limit"):
+                verdict = Verdict(False, late, len(tests), len(tests), detail=f"after the last test: {late}")
+            else:
+                verdict = Verdict(True, "passed", len(tests), len(tests), detail="ok")
         verdict.wall_s = round(wall, 6)
-        verdict.cpu_s = end.get("cpu", 0.0)
-        verdict.stdout, verdict.stderr = _trim(end.get("stdout", "")), _trim(end.get("stderr", ""))
+        verdict.cpu_s = _number(end.get("cpu"))
+        verdict.stdout, verdict.stderr = _trim(_text(end.get("stdout"))), _trim(_text(end.get("stderr")))
         return verdict
 
     def _run_humaneval(self, slot: _Slot, code: str, tests: list, fn_name: str, prompt: str, lim: Limits) -> Verdict:
         cand, chk = slot.candidate(), slot.checker()
+        cap = _reply_cap(lim)
         t0 = time.monotonic()
         passed, cpu = 0, 0.0
         end: dict[str, Any] = {}
@@ -520,21 +620,18 @@ class Sandbox:
             finally:
                 for fd in (a_r, a_w, r_r, r_w):
                     os.close(fd)
-            ready = cand.recv(time.monotonic() + self._budget(lim))
-            msg = chk.recv(time.monotonic() + self._budget(lim))
+            ready = cand.recv(time.monotonic() + self._budget(lim), cap)
+            msg = chk.recv(time.monotonic() + self._budget(lim), cap)
             if ready.get("ready") is True:
-                end = cand.request({"op": "end"}, self._budget(lim)).get("exec") or {}
+                end = cand.request({"op": "end"}, self._budget(lim), cap).get("exec") or {}
             else:
                 end = ready.get("exec") or {}
-            cpu += end.get("cpu", 0.0)
-            for reply in (ready, msg):
-                if "sandbox_error" in reply:
-                    return Verdict(False, "sandbox_error", passed, len(tests), detail=reply["sandbox_error"])
+            cpu += _number(end.get("cpu"))
             result = msg.get("result") or {}
-            if ready.get("ready") is True and result.get("passed") is True:
+            cand_status = classify(end, lim)
+            if ready.get("ready") is True and result.get("passed") is True and cand_status not in ("timeout", "memory_limit", "output_limit"):
                 passed += 1
                 continue
-            cand_status = classify(end, lim)
             ex = msg.get("exec") or {}
             if ready.get("ready") is not True:
                 frame = ready.get("frame") or {}
@@ -545,16 +642,16 @@ class Sandbox:
             else:
                 status = cand_status if cand_status in ("timeout", "memory_limit", "output_limit") else None
                 status = status or ("timeout" if classify(ex, lim) == "timeout" else "wrong_answer")
-                detail = f"test {i}: " + str(result.get("error") or classify(ex, lim) or "check did not finish")
+                detail = f"test {i}: " + str(result.get("error") or classify(ex, lim) or status)
             return Verdict(False, status, passed, len(tests), round(time.monotonic() - t0, 6), cpu,
-                           _trim(end.get("stdout", "")), _trim(end.get("stderr", "")), detail[:DEBUG_CHARS])  # fmt: skip
+                           _trim(_text(end.get("stdout"))), _trim(_text(end.get("stderr"))), str(detail)[:DEBUG_CHARS])  # fmt: skip
         return Verdict(True, "passed", passed, len(tests), round(time.monotonic() - t0, 6), cpu,
-                       _trim(end.get("stdout", "")), _trim(end.get("stderr", "")), "ok")  # fmt: skip
+                       _trim(_text(end.get("stdout"))), _trim(_text(end.get("stderr"))), "ok")  # fmt: skip
 
 
 def _compile_detail(res: Mapping[str, Any]) -> str:
     for f in res.get("frames") or []:
-        if "compile_error" in f:
+        if isinstance(f, dict) and "compile_error" in f:
             return ": " + str(f["compile_error"])[:500]
     return ""
 
@@ -571,10 +668,31 @@ _default_key: tuple | None = None
 _default_lock = threading.Lock()
 
 
-def default_sandbox(workers: int | None = None, *, unsafe: bool = False, backend: str = "auto") -> Sandbox:
-    """A process-wide sandbox pool, created on first use and closed at interpreter exit."""
+def use_settings(*, backend: str | None = None, unsafe: bool | None = None, cgroup_parent: str | None = None) -> None:
+    """Make the ``sandbox`` section of the configuration the process-wide default, for this process
+    and every process it starts (Dask workers, ``fade`` subcommands): sets ``FADE_SANDBOX_BACKEND``,
+    ``FADE_SANDBOX_UNSAFE`` and ``FADE_SANDBOX_CGROUP``. None leaves a setting as it is."""
+    if backend is not None:
+        os.environ["FADE_SANDBOX_BACKEND"] = backend
+    if unsafe is not None:
+        if unsafe:
+            os.environ["FADE_SANDBOX_UNSAFE"] = "1"
+        else:
+            os.environ.pop("FADE_SANDBOX_UNSAFE", None)
+    if cgroup_parent is not None:
+        if cgroup_parent:
+            os.environ["FADE_SANDBOX_CGROUP"] = cgroup_parent
+        else:
+            os.environ.pop("FADE_SANDBOX_CGROUP", None)
+
+
+def default_sandbox(workers: int | None = None, *, unsafe: bool = False, backend: str | None = None) -> Sandbox:
+    """A process-wide sandbox pool, created on first use and closed at interpreter exit. ``backend``
+    and ``unsafe`` default to the settings of :func:`use_settings` (the environment)."""
     global _default, _default_key
-    key = (workers or default_workers(), unsafe, backend)
+    backend = backend or os.environ.get("FADE_SANDBOX_BACKEND") or "auto"
+    unsafe = unsafe or os.environ.get("FADE_SANDBOX_UNSAFE") == "1"
+    key = (workers or default_workers(), unsafe, backend, os.environ.get("FADE_SANDBOX_CGROUP"))
     with _default_lock:
         if _default is None or _default._closed or _default_key != key:
             if _default is not None:
@@ -611,4 +729,7 @@ def run_batch(jobs: Iterable[Job | Mapping[str, Any]], *, workers: int | None = 
     return default_sandbox(workers, unsafe=unsafe).run_batch(jobs, progress=progress)
 
 
-__all__ = ["Job", "Limits", "Sandbox", "Verdict", "STATUSES", "classify", "default_sandbox", "default_workers", "run", "run_batch"]
+__all__ = [
+    "Job", "Limits", "Sandbox", "Verdict", "STATUSES", "classify", "default_sandbox", "default_workers", "run",
+    "run_batch", "use_settings",
+]  # fmt: skip

@@ -51,7 +51,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def _run(cfg_path: Path, tmp: Path, name: str, ranks: int, ds: str | None, sets: tuple[str, ...] = ()) -> Path:
     run_dir = tmp / name
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
-           "-m", "fade_core.trainer", "--config", str(cfg_path), "--base-model", str(tmp / "base"), "--run-dir", str(run_dir)]
+           "-m", "fade_core.train", "--config", str(cfg_path), "--base-model", str(tmp / "base"), "--run-dir", str(run_dir)]
     if ds:
         cmd += ["--set", f"compute.deepspeed_config={REPO / 'infra/deepspeed' / ds}"]
     for s in sets:

@@ -41,8 +41,8 @@ POOL_TEMPLATES = {"fade-process": ("process", PROCESS_TEMPLATE), "fade-gpu": ("k
 STATIC_BASELINES = {"grpo", "dr_grpo", "rloo", "dapo", "power", "asym_grpo", "passk"}
 # Signatures agreed for flows that may be written after this file (the lead's pipeline and sweep).
 AGREED_PARAMETERS = {
-    "flows/pipeline.py:pipeline": {"params_path", "overrides", "quick"},
-    "flows/sweep.py:sweep": {"methods", "seeds", "grid", "params_path", "overrides"},
+    "flows/pipeline.py:pipeline": {"config", "results"},
+    "flows/sweep.py:sweep": {"config", "methods", "seeds", "grid", "results"},
 }
 PLACEHOLDER = re.compile(r"{{\s*([\w.\-$]+)\s*}}")
 

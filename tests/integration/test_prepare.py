@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import typer
 import yaml
@@ -42,7 +43,7 @@ def without_prefect(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prepare_flow, "prepare", prepare_flow.prepare.fn)
 
 
-def check_countdown_and_humaneval_outputs(seed: int) -> None:
+def check_countdown_and_humaneval_outputs(seed: int, *, gold: bool) -> None:
     cdn = data.read_table("data/problems/countdown.parquet")
     he = data.read_table("data/problems/humaneval.parquet")
     assert len(he) == 164 and set(he["kind"]) == {"code_call"}
@@ -50,7 +51,14 @@ def check_countdown_and_humaneval_outputs(seed: int) -> None:
     assert data.records(cdn) == data.records(data.load("countdown", num_train=40, num_test=10, seed=seed))
     card = json.loads(Path("data/card.json").read_text())
     assert card["benchmarks"]["humaneval"]["rows"] == 164
-    assert "| humaneval | 164 | test 164 | code_call 164 |" in Path("data/card.md").read_text()
+    md = Path("data/card.md").read_text()
+    assert "| humaneval | 164 | test 164 | code_call 164 |" in md
+    if gold:  # every canonical solution passes its check program in the sandbox
+        assert he["gold_pass"].all() and card["benchmarks"]["humaneval"]["gold"]["passed"] == 164
+        assert "| 100.0% (164/164) |" in md
+    else:
+        assert he["gold_pass"].isna().all() and card["benchmarks"]["humaneval"]["gold"] is None
+    assert card["benchmarks"]["countdown"]["gold"] is None  # not a code benchmark
     assert fconfig.load("data/config.yaml").data.countdown.seed == seed
 
 
@@ -62,7 +70,7 @@ def test_real_prefect_flow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 180}):
         res = CliRunner().invoke(cli(), [*args, "--set", "data.countdown.seed=2"])
     assert res.exit_code == 0, res.output
-    check_countdown_and_humaneval_outputs(seed=2)
+    check_countdown_and_humaneval_outputs(seed=2, gold=True)
 
 
 def test_fade_prepare_countdown_and_humaneval(
@@ -75,6 +83,7 @@ def test_fade_prepare_countdown_and_humaneval(
                 "data": {
                     "benchmarks": ["countdown", "humaneval"],
                     "countdown": {"num_train": 40, "num_test": 10},
+                    "gold": {"enabled": False},  # 164 sandbox runs: the slow test does them
                 }
             }
         )
@@ -82,7 +91,7 @@ def test_fade_prepare_countdown_and_humaneval(
     res = CliRunner().invoke(cli(), ["prepare", "--params", "params.yaml", "--set", "data.countdown.seed=5"])
     assert res.exit_code == 0, res.output
     assert "countdown: data/problems/countdown.parquet" in res.output
-    check_countdown_and_humaneval_outputs(seed=5)
+    check_countdown_and_humaneval_outputs(seed=5, gold=False)
 
     cdn = data.read_table("data/problems/countdown.parquet")
     card = json.loads(Path("data/card.json").read_text())
@@ -117,6 +126,10 @@ def test_fade_prepare_countdown_and_humaneval(
         ("data.decontamination_threshold=0", "data.decontamination_threshold"),
         ("data.livecodebench.version=v9", "data.livecodebench.version"),
         ("data.livecodebench.date_from=soon", "data.livecodebench.date_from"),
+        ("data.gold.on_fail=keep", "data.gold.on_fail"),
+        ("data.taco.special_judge_without_checker=accept", "data.taco.special_judge_without_checker"),
+        ("data.code_prelude=[humaneval]", "data.code_prelude"),
+        ("data.aime_year=25", "data.aime_year"),
     ],
 )
 def test_config_errors_stop_before_any_work(
@@ -154,8 +167,8 @@ def test_tasks_on_fixtures_decontaminate_and_card(tmp_path: Path) -> None:
         )
         for b in cfg.data.benchmarks
     ]
-    assert [r["rows"] for r in results] == [1, 3, 4]
-    assert len(results[0]["dropped"]) == 6 and results[2]["filtered"] == {"year not selected": 3}
+    assert [r["rows"] for r in results] == [1, 3, 5]
+    assert len(results[0]["dropped"]) == 6 and results[2]["filtered"] == {"year not selected": 7}
 
     # add the clean TACO fixture so one training problem copies a LiveCodeBench statement
     data.write_table(data.load("taco", str(FIX / "taco")), tmp_path / "taco.parquet")
@@ -169,7 +182,31 @@ def test_tasks_on_fixtures_decontaminate_and_card(tmp_path: Path) -> None:
 
     md, js = tasks.write_card.fn(results, dec, str(tmp_path))
     c = json.loads(Path(js).read_text())
-    assert c["benchmarks"]["taco"]["rows"] == 5 and c["benchmarks"]["taco"]["dropped_bad_rows"] == 6
+    assert c["benchmarks"]["taco"]["rows"] == 7 and c["benchmarks"]["taco"]["dropped_bad_rows"] == 6
     assert c["benchmarks"]["livecodebench"]["rows"] == 3
     assert c["decontamination"]["dropped"] == {"taco": ["taco/test/0"]}
     assert "Training problems dropped: 1 (taco 1)." in Path(md).read_text()
+
+
+def test_fade_prepare_validates_gold_and_reports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without_prefect: None
+) -> None:
+    """TACO from its native fixture: the failing reference's row dropped, the special-judge row that
+    nothing decides left out, both counted; gold_pass stored in the table; rates in the card."""
+    monkeypatch.chdir(tmp_path)
+    args = ["prepare", "--set", "data.benchmarks=[taco]", "--set", f"data.sources={{taco: {FIX / 'taco'}}}"]
+    res = CliRunner().invoke(cli(), args)
+    assert res.exit_code == 0, res.output
+    table = data.read_table("data/problems/taco.parquet")
+    assert sorted(table["problem_id"]) == [
+        "taco/test/0", "taco/test/1", "taco/test/3", "taco/test/4", "taco/train/0", "taco/train/1", "taco/train/2",
+    ]  # fmt: skip
+    assert pd.isna(table.set_index("problem_id").loc["taco/train/1", "gold_pass"])  # no solution
+    card = json.loads(Path("data/card.json").read_text())["benchmarks"]["taco"]
+    assert card["filtered"] == {
+        "reference solutions fail their tests (gold validation)": 1,
+        "special-judge rows nothing can decide (no checker): excluded": 1,
+    }
+    assert (card["gold"]["passed"], card["gold"]["failed"], card["gold"]["pass_rate"]) == (6, 1, round(6 / 7, 4))
+    md = Path("data/card.md").read_text()
+    assert "| taco | 7 |" in md and "| 85.7% (6/7) |" in md and "fail (dropped)" in md

@@ -1,5 +1,5 @@
 """The study as a DVC stage group (study/dvc.yaml + study/params.yaml): the committed params are what
-`fade study --write-params` writes today, and `dvc repro --dry study/dvc.yaml` on a fresh copy of the
+`fade study params --write` writes today, and `dvc repro --dry study/dvc.yaml` on a fresh copy of the
 repository plans every study arm's training and evaluation and ends with the claims stage."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from fade_core import config, study  # noqa: E402
 
 
 def test_committed_study_params_are_current(tmp_path):
-    """study/params.yaml is regenerated, not hand-edited: stale params would run another study than `fade study`."""
+    """study/params.yaml is regenerated, not hand-edited: stale params would run another study than `fade study run`."""
     out = tmp_path / "params.yaml"
-    _run([str(BIN / "fade"), "study", "--write-params", str(out)], ROOT, _env(tmp_path))
+    _run([str(BIN / "fade"), "study", "params", "--write", str(out)], ROOT, _env(tmp_path))
     committed = (ROOT / "study" / "params.yaml").read_text()
     assert out.read_text().split("\n", 2)[2] == committed.split("\n", 2)[2], (
-        "study/params.yaml is stale: run `fade study --write-params study/params.yaml`")
+        "study/params.yaml is stale: run `fade study params --write study/params.yaml`")
     cfg = config.load(ROOT / "study" / "params.yaml")
     assert list(cfg.pipeline.arms) == list(study.study_arms())
     assert len(cfg.pipeline.seeds) >= 3 and cfg.eval.n_samples >= 128 and cfg.report.study
@@ -57,8 +57,8 @@ def test_dvc_repro_of_the_study_group_on_a_micro_budget(tmp_path, prefect_api):
     repo = _fresh_copy(tmp_path / "repo")
     env = _env(tmp_path, prefect_api)
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "eval.ks=[1, 2, 4]"]), [])
-    _run([str(BIN / "fade"), "study", "--quick", "--arms", "asym_d0_5,asym_d2", *sets,
-          "--write-params", "study/params.yaml"], repo, env)
+    _run([str(BIN / "fade"), "study", "params", "--quick", "--arms", "asym_d0_5,asym_d2", *sets,
+          "--write", "study/params.yaml"], repo, env)
     out = _run([str(BIN / "dvc"), "repro", "study/dvc.yaml"], repo, env, timeout=1200)
     ran = _ran(out)
     assert {"study/dvc.yaml:claims", "study/dvc.yaml:train@asym_d0_5", "study/dvc.yaml:train@asym_d2"} <= ran

@@ -1,4 +1,4 @@
-"""`fade study --quick` end to end on a micro config with two arms of the sign axis: the pipeline runs
+"""`fade study run --quick` end to end on a micro config with two arms of the sign axis: the pipeline runs
 under results/study/, and STUDY.md and claims.json are written from its runs; a second sitting resumes
 (nothing retrained, nothing re-evaluated) and adds to the run time."""
 
@@ -33,7 +33,7 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     params.write_text("{}\n")
     results = tmp_path / "results"
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1"]), [])
-    args = ["--quick", "--arms", "asym_d0_5,asym_d2", "--params", str(params), "--results", str(results), *sets]
+    args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--params", str(params), "--results", str(results), *sets]
     out = _study(tmp_path, prefect_api, *args)
     root = results / "study"
     assert f"study: {root / 'STUDY.md'}" in out
@@ -48,7 +48,7 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     by_id = {c["id"]: c for c in claims["claims"]}
     assert len(by_id["sign_entropy"]["values"]["slopes"]["asym_d2"]) == 2
     assert "no training records of arm(s) asym_d1" in by_id["difficulty_signal"]["reason"]
-    assert "fade study --quick --arms asym_d0_5,asym_d2" in md and "Smoke run" in md
+    assert "fade study run --quick --arms asym_d0_5,asym_d2" in md and "Smoke run" in md
     assert md.count("| **") == len(ids)
     assert "(figures/study_sign_axis.png)" in md and (root / "figures" / "study_sign_axis.png").exists()
     assert "(reports/default/figures/entropy.png)" in md and (root / "reports/default/figures/entropy.png").exists()
@@ -73,15 +73,15 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes
 
-    # --claims-only recomputes the same verdicts from the placed config, without a sitting
-    _study(tmp_path, prefect_api, "--claims-only", "--params", str(root / "config.yaml"))
+    # `claims` recomputes the same verdicts from the placed config, without a sitting
+    _study(tmp_path, prefect_api, "claims", "--params", str(root / "config.yaml"))
     only = json.loads((root / "claims.json").read_text())
     assert [c["verdict"] for c in only["claims"]] == [c["verdict"] for c in again["claims"]]
     assert only["sittings"] == 0 and "not measured" in (root / "STUDY.md").read_text()
-    # --publish copies STUDY.md with its figures beside it, links rewritten
+    # `publish` copies STUDY.md with its figures beside it, links rewritten
     dest = tmp_path / "pub" / "STUDY.md"
     dest.parent.mkdir()
-    _study(tmp_path, prefect_api, "--results", str(results), "--publish", str(dest))
+    _study(tmp_path, prefect_api, "publish", str(dest), "--results", str(results))
     text = dest.read_text()
     assert "](docs/study/study_sign_axis.png)" in text and (dest.parent / "docs/study/study_sign_axis.png").exists()
     assert "](docs/study/entropy.png)" in text and "reports/default" not in text

@@ -12,7 +12,7 @@ import torch
 import typer
 from typer.testing import CliRunner
 
-from fade_core import config, countdown, models, warmstart
+from fade_core import config, countdown_task, models, warmstart
 
 MICRO = ["model.tiny.hidden_size=32", "model.tiny.num_layers=2", "model.tiny.num_heads=2", "model.tiny.intermediate_size=64",
          "model.tiny.max_position=48", "data.countdown.num_train=40", "data.countdown.num_test=10", "warmstart.batch_size=32",
@@ -33,7 +33,7 @@ def test_examples_follow_the_correct_fraction_knob() -> None:
         correct = i % 3 == 0
         prompt, completion = warmstart.sample_example(rng, correct=correct, exclude=exclude)
         numbers, target = _numbers(prompt)
-        ok, reason = countdown.check(completion, numbers, target)
+        ok, reason = countdown_task.check(completion, numbers, target)
         assert reason in ("ok", "wrong value")  # always a valid expression using every number once
         if correct:
             assert ok and (tuple(sorted(numbers)), target) not in exclude  # correct answers never leak the test split
@@ -60,7 +60,7 @@ def test_micro_warmstart_writes_checkpoints_and_learns(tmp_path: Path) -> None:
 
     probs = warmstart.heldout_problems(cfg.data, 5)
     batch = build_engine("hf", model, tok).generate([p.prompt for p in probs], 8, max_new_tokens=8, seed=0)
-    wellformed = [countdown.check(t, probs[i // 8].numbers, probs[i // 8].target)[1]
+    wellformed = [countdown_task.check(t, probs[i // 8].numbers, probs[i // 8].target)[1]
                   in ("ok", "wrong value", "numbers not used exactly once") for i, t in enumerate(batch.texts)]
     assert sum(wellformed) / len(wellformed) > 0.8
 

@@ -338,8 +338,9 @@ def test_bbg_gates_groups_with_low_utility():
 
 def test_trainer_hints():
     dapo = A.build("dapo")
-    assert (dapo.eps_low, dapo.eps_high, dapo.loss_agg, dapo.dynamic_sampling) == (0.2, 0.28, "token-mean", True)
-    assert dapo.max_gen_batches >= 1
+    assert (dapo.eps_low, dapo.eps_high, dapo.loss_agg) == (0.2, 0.28, "token-mean")
+    assert dapo.max_sampling_rounds == dapo.max_gen_batches == 10
+    assert A.build("dapo", max_gen_batches=3).max_sampling_rounds == 3
     assert dapo.recommended() == {"loss_agg": "token-mean", "eps_low": 0.2, "eps_high": 0.28}
     assert A.build("dr_grpo").loss_agg == "seq-mean-token-sum-norm"
     assert A.build("grpo").recommended() == {}
@@ -366,6 +367,42 @@ def test_codapo_resample_indices_pick_top_quarter_by_weight():
     idx = adv.resample_indices(r, mean_logprob=lp)
     assert idx.tolist() == [0, 6]  # ceil(0.25 * 8) = 2 groups, highest w_q first
     assert adv.resample_repeats == 4
+    assert adv.resample_groups(r, mean_logprob=lp) == [0, 0, 0, 0, 6, 6, 6, 6]  # the training hook
+    assert A.build("codapo", resample_fraction=1.0, resample_repeats=1).resample_groups(r[:3], lp[:3]) == [0, 1, 2]
+
+
+# ---------------------------------------------------------------------------- hooks of the training loop
+@pytest.mark.parametrize("name", A.names())
+def test_training_hooks_are_no_ops_unless_a_method_needs_them(name):
+    """Every method answers every hook; only DAPO shapes and refills, only CoDaPO resamples."""
+    r = torch.tensor([[1.0, 0.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    lengths = torch.full_like(r, 14, dtype=torch.long)  # 2 tokens into the overlong buffer of 4: -0.5
+    adv = A.build(name, **({"overlong_buffer": 4} if name == "dapo" else {}))
+    shaped = adv.shape_rewards(r, lengths, max_length=16)
+    keep = adv.keep_groups(r)
+    again = adv.resample_groups(r, mean_logprob=torch.full_like(r, -0.5))
+    if name == "dapo":
+        assert torch.equal(shaped, r - 0.5) and keep.tolist() == [True, False, False]
+        assert adv.max_sampling_rounds == 10
+    else:
+        assert shaped is r and keep is None and adv.max_sampling_rounds == 1
+    assert (again != []) == (name == "codapo")
+    state = adv.state_record()
+    assert set(state) >= {"alpha", "delta"} and all(isinstance(v, float) for v in state.values())
+
+
+def test_state_record_reports_each_methods_alpha_delta_and_fades_schedule():
+    assert A.build("power", alpha=3).state_record() == pytest.approx({"alpha": 3.0, "delta": math.nan}, nan_ok=True)
+    assert A.build("power_asym", alpha=2, delta=0.5).state_record() == {"alpha": 2.0, "delta": 0.5}
+    grpo = A.build("grpo").state_record()
+    assert math.isnan(grpo["alpha"]) and math.isnan(grpo["delta"])
+    fade = A.build("fade")
+    before = fade.state_record()
+    assert before["alpha"] == 1.5 and before["delta"] == 1.0 and before["p_hat"] == 0.5  # p_hat 0.5: 3(1-p)/(2p)
+    assert math.isnan(before["h_hat"]) and math.isnan(before["h_target"])
+    fade.observe(solve_rate=0.1, entropy=2.0)
+    after = fade.state_record()
+    assert after == {"alpha": fade.alpha, "delta": fade.delta, "p_hat": fade.p_hat, "h_hat": 2.0, "h_target": 1.0}
 
 
 def test_dtypes_and_devices():
@@ -412,7 +449,7 @@ def test_config_default_arms_build_cheaply():
     for name, params in [("fade", {}), ("grpo", {}), ("dr_grpo", {}), ("power", {"alpha": 2})]:
         adv = A.build(name, **params)
         assert adv.name == name
-    assert A.build("power", alpha=2).label == "power"  # default alpha is the paper's 2
+    assert A.build("power").label == "power" and A.build("power", alpha=2).label == "power(alpha=2)"
     assert A.build("power", alpha=3).label == "power(alpha=3)"
     from fade_core import config
 

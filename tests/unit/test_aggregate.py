@@ -60,11 +60,6 @@ def test_sql_pass_at_k_matches_metrics_pass_at_k():
     assert np.max(np.abs(got - want)) < 1e-12
 
 
-def test_parse_run_id():
-    assert agg.parse_run_id("power(alpha=2)-s3-0a1b2c3d") == ("power(alpha=2)", 3)
-    assert agg.parse_run_id("base") == ("base", None)
-
-
 # ----------------------------------------------------------------------------------- synthetic store
 def synth_samples(spec: dict[tuple[str, int], dict[int, list[tuple[int, int]]]], benchmark: str = "countdown",
                   distinct: int | None = None) -> list[pd.DataFrame]:
@@ -201,13 +196,6 @@ def test_training_records_and_export(tmp_path):
     assert metrics["countdown"]["grpo"]["pass@1"] == pytest.approx(0.4)
     assert metrics["countdown"]["grpo"]["flags"] == ["pass@10: too few samples"]  # n = 10 < 2 * 10
     assert not list((tmp_path / "results").glob(".*.tmp"))
-
-
-def test_bad_metrics_line_is_named(tmp_path):
-    p = tmp_path / "metrics.jsonl"
-    p.write_text('{"step": 1}\nnot json\n{"step": 3}\n')
-    with pytest.raises(ValueError, match="metrics.jsonl:2"):
-        agg.read_metrics_jsonl(p)
 
 
 def test_aggregate_empty_store_errors(tmp_path):

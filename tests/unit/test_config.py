@@ -99,6 +99,27 @@ def test_fingerprint_changes_with_config():
     assert a.fingerprint() == fconfig.from_dict({}).fingerprint()
     assert a.fingerprint() != b.fingerprint()
     assert a.fingerprint("data") == b.fingerprint("data")
+    assert a.fingerprint("train", exclude={"train": ["lr"]}) == b.fingerprint("train", exclude={"train": ["lr"]})
+    assert a.to_dict()["train"]["lr"] == 0.001  # exclude works on a copy
+
+
+def test_rendered_params_document_the_methods_in_use():
+    """advantages.describe() reaches params.yaml: under train.params the method's parameters, under
+    pipeline.arms those of the arms' other methods, each once, with default, rule and help."""
+    from fade_core import advantages
+
+    cfg = fconfig.from_dict({}, ["train.method=power", "pipeline.arms={a: {method: power}, b: {method: dapo}, "
+                                 "c: {method: dapo, params: {eps_high: 0.3}}, d: {method: reinforce}}"])
+    text = fconfig.render_yaml(cfg)
+    train = text[text.index("\ntrain:"):text.index("\nrollout:")]
+    pipeline = text[text.index("\npipeline:"):text.index("\nreport:")]
+    assert "# power: " + advantages.method("power").summary in train
+    assert "#   alpha = 2.0  (a number >= 1) Difficulty focus" in train
+    assert "# power:" not in pipeline and pipeline.count("# dapo: ") == 1 and "# reinforce: A = r" in pipeline
+    assert "#   overlong_buffer = null  (null or an integer >= 1)" in pipeline
+    for line in advantages.describe("dapo").splitlines():
+        assert line in pipeline
+    assert fconfig.from_dict(yaml.safe_load(text)) == cfg  # the comments leave the YAML as it was
 
 
 def test_save_round_trip(tmp_path):

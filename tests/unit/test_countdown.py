@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from fade_core import countdown
+from fade_core import countdown_task
 
 
 def _brute_force_values(numbers: tuple[int, ...]) -> list[int]:
@@ -27,39 +27,39 @@ def _brute_force_values(numbers: tuple[int, ...]) -> list[int]:
 
 @pytest.mark.parametrize("numbers", [(3, 5, 7), (1, 1, 2), (2, 3, 4, 5)])
 def test_candidates_match_brute_force(numbers):
-    cands = countdown.candidate_expressions(numbers)
+    cands = countdown_task.candidate_expressions(numbers)
     assert sorted(v for _, v in cands) == sorted(_brute_force_values(numbers))
     # every printed text checks as itself: parentheses placed correctly
     for text, value in cands:
-        ok, why = countdown.check(text, numbers, value)
+        ok, why = countdown_task.check(text, numbers, value)
         assert ok, (text, value, why)
 
 
 def test_generate_is_deterministic_and_reachable():
-    a = countdown.generate(50, seed=3)
-    b = countdown.generate(50, seed=3)
-    c = countdown.generate(50, seed=4)
+    a = countdown_task.generate(50, seed=3)
+    b = countdown_task.generate(50, seed=3)
+    c = countdown_task.generate(50, seed=4)
     assert a == b and a != c
     keys = {(tuple(sorted(p.numbers)), p.target) for p in a}
     assert len(keys) == 50  # distinct
     for p in a:
         assert p.target > 0 and p.num_solutions >= 2
-        ok, _ = countdown.check(p.example_solution, p.numbers, p.target)
+        ok, _ = countdown_task.check(p.example_solution, p.numbers, p.target)
         assert ok
-        hits = sum(v == p.target for _, v in countdown.candidate_expressions(p.numbers))
+        hits = sum(v == p.target for _, v in countdown_task.candidate_expressions(p.numbers))
         assert p.difficulty == pytest.approx(hits / p.num_candidates)
 
 
 def test_exclude_keeps_splits_apart():
-    train = countdown.generate(100, seed=0)
+    train = countdown_task.generate(100, seed=0)
     keys = {(tuple(sorted(p.numbers)), p.target) for p in train}
-    test = countdown.generate(40, seed=1, exclude=keys)
+    test = countdown_task.generate(40, seed=1, exclude=keys)
     assert not keys & {(tuple(sorted(p.numbers)), p.target) for p in test}
 
 
 def test_impossible_request_is_a_clear_error():
     with pytest.raises(ValueError, match="could only generate"):
-        countdown.generate(500, num_numbers=2, max_number=3)
+        countdown_task.generate(500, num_numbers=2, max_number=3)
 
 
 @pytest.mark.parametrize(
@@ -82,8 +82,8 @@ def test_impossible_request_is_a_clear_error():
     ],
 )
 def test_check(completion, ok):
-    assert countdown.check(completion, (3, 5, 7), 22)[0] is ok
+    assert countdown_task.check(completion, (3, 5, 7), 22)[0] is ok
 
 
 def test_prompt_format():
-    assert countdown.format_prompt((3, 5, 7), 22) == "3 5 7 -> 22: "
+    assert countdown_task.format_prompt((3, 5, 7), 22) == "3 5 7 -> 22: "

@@ -54,7 +54,7 @@ def test_markdown_and_json_written(tmp_path: Path) -> None:
     assert "| countdown | 50 | test 10, train 40 |" in text
     assert "Bad rows dropped: 6" in text and "2 inputs but 1 outputs" in text
     assert "| taco/train/0 | livecodebench/1850_b | near | 0.75 |" in text
-    assert "Left out by selection: contest_date before date_from: 2" in text
+    assert "Left out on purpose: contest_date before date_from: 2" in text
     c2, _ = make_card()
     md2, _ = card.write(c2, tmp_path / "again")
     assert md2.read_text() == text  # deterministic: no timestamps
@@ -66,3 +66,15 @@ def test_numeric_difficulty_labels_are_summarized() -> None:
     assert s["difficulty"]["numeric"] is True
     shares = cdn["difficulty"].astype(float)
     assert s["difficulty"]["min"] == shares.min() and s["difficulty"]["max"] == shares.max()
+
+
+def test_notes_and_special_judge_counts_reach_the_card(tmp_path: Path) -> None:
+    res = data.load_result("taco", str(FIX / "taco_subset"), special_judge_without_checker="lenient")
+    s = card.benchmark_summary(res.table, source="subset", filtered=res.filtered, notes=res.notes)
+    assert s["special_judge"] == {"numeric": 1, "special_lenient": 1} and s["gold"] is None
+    text = card.to_markdown(card.build({"taco": s}))
+    assert "LENIENT any-order tokens (passes some invalid answers) 1" in text
+    assert "notes.jsonl: ignored" in text and "| not run |" in text
+    excluded = data.load_result("taco", str(FIX / "taco_subset"))
+    s = card.benchmark_summary(excluded.table, filtered=excluded.filtered)
+    assert s["filtered"] == {"special-judge rows nothing can decide (no checker): excluded": 1}

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from fade_core import countdown, data
+from fade_core import countdown_task as countdown
+from fade_core import data
 from fade_core.data import countdown as cd
 from fade_core.data.schema import records
 

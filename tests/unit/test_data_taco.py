@@ -12,6 +12,7 @@ import pytest
 from fade_core import data
 from fade_core.data import taco
 from fade_core.data.schema import DataError, records
+from fade_core.sandbox import compare
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
 
@@ -21,18 +22,22 @@ def by_id(df: pd.DataFrame) -> dict[str, dict]:
 
 
 def test_fixture_folder_loads_both_splits() -> None:
-    df = data.load("taco", str(FIX / "taco"))
-    rows = by_id(df)
+    res = data.load_result("taco", str(FIX / "taco"))
+    rows = by_id(res.table)
+    # test/2 is a special-judge row (any valid answer) with no checker: left out by default, counted
     assert sorted(rows) == [
         "taco/test/0",
         "taco/test/1",
+        "taco/test/3",
+        "taco/test/4",
         "taco/train/0",
         "taco/train/1",
         "taco/train/2",
         "taco/train/3",
     ]
-    assert df["split"].value_counts().to_dict() == {"train": 4, "test": 2}
-    assert df.attrs["dropped"] == [] and df.attrs["filtered"] == {}
+    assert res.table["split"].value_counts().to_dict() == {"train": 4, "test": 4}
+    assert res.dropped == [] and res.filtered == {taco.EXCLUDED: 1} and res.notes == []
+    assert {json.loads(m)["prelude"] for m in res.table["metadata"]} == {"taco"}
 
 
 def test_stdio_rows_with_strings_and_lists_of_lines() -> None:
@@ -70,12 +75,30 @@ def test_call_based_rows_unwrap_only_consistently_wrapped_outputs() -> None:
     assert srt["difficulty_level"] == "unknown"
 
 
-def test_special_judge_flag_from_sidecar_file() -> None:
-    rows = by_id(data.load("taco", str(FIX / "taco")))
-    assert json.loads(rows["taco/test/1"]["metadata"])["special_judge"] is True
-    assert json.loads(rows["taco/test/1"]["metadata"])["special_judge_case"] == 1
-    assert json.loads(rows["taco/test/0"]["metadata"])["special_judge"] is False
-    assert "special_judge" not in json.loads(rows["taco/train/0"]["metadata"])  # the sidecar covers test only
+def test_special_judge_flags_from_the_sidecar_file_and_how_each_is_judged() -> None:
+    res = data.load_result("taco", str(FIX / "taco"), special_judge_without_checker="lenient")
+    meta = {pid: json.loads(r["metadata"]) for pid, r in by_id(res.table).items()}
+    assert res.filtered == {}
+    got = {
+        pid: (m.get("special_judge"), m.get("special_judge_case")) for pid, m in meta.items() if "test" in pid
+    }
+    assert got == {
+        "taco/test/0": (False, 0),
+        "taco/test/1": (True, 1),
+        "taco/test/2": (True, 1),
+        "taco/test/3": (True, 2),
+        "taco/test/4": (True, 3),
+    }
+    judges = {pid: compare.judge_from_metadata(m)[0] for pid, m in meta.items() if "test" in pid}
+    assert judges == {
+        "taco/test/0": "lines",
+        "taco/test/1": "checker",  # case 1 with a checker program on the row
+        "taco/test/2": "special_lenient",  # case 1 without one, kept only because asked, labelled
+        "taco/test/3": "casefold",
+        "taco/test/4": "numeric",
+    }
+    assert meta["taco/test/1"]["checker"].startswith("def check(input, output, expected)")
+    assert "special_judge" not in meta["taco/train/0"]  # the sidecar covers the test split only
 
 
 def test_single_file_and_split_selection() -> None:
@@ -86,12 +109,79 @@ def test_single_file_and_split_selection() -> None:
     assert set(res.table["split"]) == {"train"}
 
 
+def test_hub_parquet_layout_with_empty_fields_loads_every_row() -> None:
+    """Issue: the hub's parquet (every column a string, empty fields null) lost nearly every row: the
+    nulls came in as NaN and the error blamed input_output. One file, as the hub ships a split."""
+    hub = FIX / "taco_hub"
+    assert pd.read_parquet(hub / "ALL" / "train-00000-of-00001.parquet")["url"].isna().all()  # the wart
+    res = data.load_result("taco", str(hub))
+    ref = data.load("taco", str(FIX / "taco"), splits=["train"])
+    assert res.table["problem_id"].tolist() == ref["problem_id"].tolist() and res.dropped == []
+    assert res.table["tests"].tolist() == ref["tests"].tolist()
+    meta = json.loads(res.table["metadata"].iloc[0])
+    assert meta["url"] is None and meta["time_limit_s"] is None
+
+
+def test_pandas_written_parquet_one_file(tmp_path: Path) -> None:
+    """Issue: fade's own 4-row fixture written as one parquet file lost 2 rows (missing text -> NaN)."""
+    rows = [json.loads(line) for line in (FIX / "taco" / "train.jsonl").read_text().splitlines()]
+    pd.DataFrame(rows).to_parquet(tmp_path / "train.parquet")
+    res = data.load_result("taco", str(tmp_path))
+    assert len(res.table) == 4 and res.dropped == []
+
+
+def test_flags_match_a_subset_by_its_row_key_not_its_position() -> None:
+    """Issue: next to a subset, the upstream flag file gave rows the flags of other rows."""
+    res = data.load_result("taco", str(FIX / "taco_subset"), special_judge_without_checker="lenient")
+    meta = {pid: json.loads(r["metadata"]) for pid, r in by_id(res.table).items()}
+    assert sorted(meta) == ["taco/test/1", "taco/test/4", "taco/test/7"]  # ids keep the upstream rows
+    assert {pid: m["special_judge"] for pid, m in meta.items()} == {
+        "taco/test/1": False,
+        "taco/test/4": True,
+        "taco/test/7": True,
+    }
+    assert meta["taco/test/7"]["special_judge_case"] == 3
+    # the stray notes.jsonl is ignored, and said so
+    assert len(res.notes) == 1 and "notes.jsonl: ignored" in res.notes[0]
+
+
+def test_subset_without_row_keys_is_a_clear_error(tmp_path: Path) -> None:
+    rows = [json.loads(x) for x in (FIX / "taco_subset" / "test.jsonl").read_text().splitlines()]
+    (tmp_path / "test.jsonl").write_text(
+        "".join(json.dumps({**r, "taco_test_row": None}) + "\n" for r in rows)
+    )
+    shutil.copy(FIX / "taco_subset" / "output_spj.jsonl", tmp_path)
+    with pytest.raises(DataError, match="10 special-judge flags but 3 test rows.*taco_test_row"):
+        data.load("taco", str(tmp_path))
+    # the complete split (as many rows as flags) is matched by position
+    shutil.copy(FIX / "taco" / "test.jsonl", tmp_path / "test.jsonl")
+    shutil.copy(FIX / "taco" / "output_spj.jsonl", tmp_path)
+    assert len(data.load("taco", str(tmp_path), special_judge_without_checker="lenient")) == 5
+
+
+def test_a_row_missing_from_the_flag_file_is_a_bad_row(tmp_path: Path) -> None:
+    shutil.copy(FIX / "taco_subset" / "test.jsonl", tmp_path)
+    flags = [json.loads(x) for x in (FIX / "taco_subset" / "output_spj.jsonl").read_text().splitlines()]
+    (tmp_path / "output_spj.jsonl").write_text("".join(json.dumps(f) + "\n" for f in flags if f["idx"] != 4))
+    with pytest.raises(DataError, match="field 'special_judge': no entry for test row 4"):
+        data.load("taco", str(tmp_path))
+    res = data.load_result("taco", str(tmp_path), on_bad_rows="drop")
+    assert res.dropped_rows == 1 and len(res.table) == 2
+
+
+def test_bad_special_judge_policy() -> None:
+    with pytest.raises(ValueError, match="special_judge_without_checker"):
+        data.load("taco", str(FIX / "taco"), special_judge_without_checker="accept")
+
+
 def test_file_with_unknown_split_needs_split(tmp_path: Path) -> None:
     f = tmp_path / "problems.jsonl"
     shutil.copy(FIX / "taco" / "train.jsonl", f)
     with pytest.raises(DataError, match="cannot tell the split"):
         data.load("taco", str(f))
     assert len(data.load("taco", str(f), split="train")) == 4
+    with pytest.raises(DataError, match="no TACO data files"):  # a folder of such files only
+        data.load("taco", str(tmp_path))
 
 
 def test_parquet_and_arrow_shards_go_through_the_same_code(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fade_core.evaluate import find_run_dirs
+from fade_core.runs import find_run_dirs
 from fade_core.store import EvalKey, ResultsStore
 from tests.unit.test_store import make_samples
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from fade_core import countdown, models
+from fade_core import countdown_task, models
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
@@ -16,7 +16,7 @@ TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size":
 def test_tokenizer_is_character_level_and_round_trips() -> None:
     tok = models.build_tokenizer()
     assert len(tok) == len(models.SPECIAL_TOKENS) + len(models.CHARACTERS)
-    for p in countdown.generate(20, seed=3):
+    for p in countdown_task.generate(20, seed=3):
         text = p.prompt + p.example_solution
         ids = tok(text)["input_ids"]
         assert ids[0] == tok.bos_token_id and len(ids) == len(text) + 1  # one token per character, BOS first

@@ -26,12 +26,7 @@ def _store(tmp_path, methods=("fade", "grpo"), seeds=(0, 1), steps=(10, 20), n=1
     return store
 
 
-def test_resolve_metric_and_colors():
-    assert rep.resolve_metric(["step", "Entropy_Mean"], "entropy") == "Entropy_Mean"
-    assert rep.resolve_metric(["m_S", "m_F"], "m_F") == "m_F"
-    assert rep.resolve_metric(["step"], "alpha") is None
-    assert rep.resolve_metric(["step", "m_s", "m_f"], "m_S") == "m_s"  # fade_core.decomposition's spelling
-    assert rep.resolve_metric(["train/rank1_fraction"], "rank1_fraction") == "train/rank1_fraction"
+def test_method_colors():
     colors = rep.method_colors(["grpo", "fade", "dr_grpo"], fade=["fade"])
     assert colors["fade"] == rep.FADE_COLOR and len(set(colors.values())) == 3
     assert rep.method_colors(["grpo", "fade"], fade=["fade"]) == rep.method_colors(["fade", "grpo"], fade=["fade"])

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from fade_core import countdown, models
+from fade_core import countdown_task, models
 from fade_core.rollout import RolloutBatch, build_engine
 from fade_core.rollout.hf import sample_from_logits
-from fade_core.trainer import completion_logprobs
+from fade_core.train.policy import completion_logprobs
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
@@ -24,7 +24,7 @@ def policy():
 
 
 def _prompts(k: int = 5) -> list[str]:
-    return [p.prompt for p in countdown.generate(k, seed=9)]
+    return [p.prompt for p in countdown_task.generate(k, seed=9)]
 
 
 @pytest.mark.parametrize("temperature,top_p", [(1.0, 1.0), (0.7, 1.0), (1.3, 0.8), (1.0, 0.3)])

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from fade_core import advantages, config
+from fade_core import claims as cl
 from fade_core import study as st
 
 STEPS = 60
@@ -43,12 +44,12 @@ def _sign_axis(succ_slope: float, fail_slope: float, noise: float, seeds=(0, 1, 
 # ------------------------------------------------------------------------------------------ arms
 def test_study_arms_cover_the_axes_and_validate():
     arms = st.study_arms()
-    assert {d: arms[x].params["delta"] for d, x in st.SIGN_AXIS.items()} == {0.5: 0.5, 1.0: 1.0, 2.0: 2.0}
-    assert all(arms[x].method == "asym_grpo" for x in st.SIGN_AXIS.values())
+    assert {d: arms[x].params["delta"] for d, x in cl.SIGN_AXIS.items()} == {0.5: 0.5, 1.0: 1.0, 2.0: 2.0}
+    assert all(arms[x].method == "asym_grpo" for x in cl.SIGN_AXIS.values())
     assert arms["power_a2"].params == {"alpha": 2.0} and arms["power_a3"].params == {"alpha": 3.0}
     assert arms["fade_fixed_alpha"].params == {"fixed_alpha": 2.0}
     assert arms["fade_fixed_delta"].params == {"fixed_delta": 1.0}
-    assert set(st.OTHER_METHODS) <= set(arms) and set(st.FADE_ARMS) <= set(arms)
+    assert set(st.OTHER_METHODS) <= set(arms) and set(cl.FADE_ARMS) <= set(arms)
     cfg = config.from_dict({"pipeline": {"arms": {k: a.model_dump() for k, a in arms.items()}}})
     assert list(cfg.pipeline.arms) == list(arms)
 
@@ -71,61 +72,61 @@ def test_select_arms():
 
 # ---------------------------------------------------------------------------------- sign axis
 def test_success_biased_collapses_faster_agrees():
-    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02))
-    assert c.verdict == st.AGREES, c.reason
+    c = cl.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02))
+    assert c.verdict == cl.AGREES, c.reason
     assert c.values["diff"] == pytest.approx(-0.7, abs=0.1)
     assert "asym_d2" in c.measurement and "m_S/m_F" in c.measurement
 
 
 def test_entropy_reversed_disagrees():
-    c = st.claim_entropy_collapse(_sign_axis(-0.1, -0.8, noise=0.02))
-    assert c.verdict == st.DISAGREES, c.reason
+    c = cl.claim_entropy_collapse(_sign_axis(-0.1, -0.8, noise=0.02))
+    assert c.verdict == cl.DISAGREES, c.reason
 
 
 def test_overlapping_seeds_inconclusive():
-    c = st.claim_entropy_collapse(_sign_axis(-0.3, -0.25, noise=0.5))
-    assert c.verdict == st.INCONCLUSIVE
+    c = cl.claim_entropy_collapse(_sign_axis(-0.3, -0.25, noise=0.5))
+    assert c.verdict == cl.INCONCLUSIVE
     assert "does not exceed the seed-to-seed spread" in c.reason
 
 
 def test_one_seed_inconclusive():
-    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.0, seeds=(0,)))
-    assert c.verdict == st.INCONCLUSIVE and "fewer than 2 seeds" in c.reason
+    c = cl.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.0, seeds=(0,)))
+    assert c.verdict == cl.INCONCLUSIVE and "fewer than 2 seeds" in c.reason
 
 
 def test_too_few_steps_for_a_slope_inconclusive():
     train = _sign_axis(-0.8, -0.1, noise=0.02)
-    c = st.claim_entropy_collapse(train[train["step"] <= 2])
-    assert c.verdict == st.INCONCLUSIVE
+    c = cl.claim_entropy_collapse(train[train["step"] <= 2])
+    assert c.verdict == cl.INCONCLUSIVE
     assert "no finite value for asym_d2 and asym_d0_5" in c.reason and "3 logged steps" in c.reason
 
 
 def test_missing_metric_and_arm_inconclusive_with_reason():
-    c = st.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("entropy",)))
-    assert c.verdict == st.INCONCLUSIVE and "no entropy column" in c.reason
-    c = st.claim_rank1_funnel(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("rank1_frac",)))
-    assert c.verdict == st.INCONCLUSIVE and "rank-1" in c.reason
+    c = cl.claim_entropy_collapse(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("entropy",)))
+    assert c.verdict == cl.INCONCLUSIVE and "no entropy column" in c.reason
+    c = cl.claim_rank1_funnel(_sign_axis(-0.8, -0.1, noise=0.02, columns_drop=("rank1_frac",)))
+    assert c.verdict == cl.INCONCLUSIVE and "rank-1" in c.reason
     only = _runs("asym_d2", [0, 1, 2])
-    c = st.claim_entropy_collapse(only)
-    assert c.verdict == st.INCONCLUSIVE and "asym_d0_5" in c.reason
-    c = st.claim_entropy_collapse(pd.DataFrame())
-    assert c.verdict == st.INCONCLUSIVE
+    c = cl.claim_entropy_collapse(only)
+    assert c.verdict == cl.INCONCLUSIVE and "asym_d0_5" in c.reason
+    c = cl.claim_entropy_collapse(pd.DataFrame())
+    assert c.verdict == cl.INCONCLUSIVE
 
 
 def test_rank1_funnel():
     train = pd.concat([_runs("asym_d0_5", [0, 1, 2], rank1=0.9, rank1_noise=0.01),
                        _runs("asym_d2", [0, 1, 2], rank1=0.6, rank1_noise=0.01)])
-    c = st.claim_rank1_funnel(train)
-    assert c.verdict == st.AGREES, c.reason
+    c = cl.claim_rank1_funnel(train)
+    assert c.verdict == cl.AGREES, c.reason
     assert c.values["diff"] == pytest.approx(0.3, abs=0.05)
     train = pd.concat([_runs("asym_d0_5", [0, 1, 2], rank1=0.6, rank1_noise=0.01),
                        _runs("asym_d2", [0, 1, 2], rank1=0.9, rank1_noise=0.01)])
-    assert st.claim_rank1_funnel(train).verdict == st.DISAGREES
+    assert cl.claim_rank1_funnel(train).verdict == cl.DISAGREES
 
 
 def _drift_runs(n_runs: int, *, predictive: bool, with_cov: bool, steps: int = 200) -> pd.DataFrame:
     rows = []
-    labels = list(st.SIGN_AXIS.values())
+    labels = list(cl.SIGN_AXIS.values())
     for i in range(n_runs):
         rng = np.random.default_rng(i)
         h, lr = 2.0, 0.5
@@ -141,11 +142,11 @@ def _drift_runs(n_runs: int, *, predictive: bool, with_cov: bool, steps: int = 2
 
 
 def test_drift_with_covariance_agrees_or_disagrees():
-    good = st.claim_entropy_drift(_drift_runs(4, predictive=True, with_cov=True))
-    assert good.verdict == st.AGREES, good.reason
+    good = cl.claim_entropy_drift(_drift_runs(4, predictive=True, with_cov=True))
+    assert good.verdict == cl.AGREES, good.reason
     assert good.values["mean_r"] > 0.9 and good.values["covariance_logged"]
-    bad = st.claim_entropy_drift(_drift_runs(6, predictive=False, with_cov=True))
-    assert bad.verdict == st.DISAGREES, bad.reason
+    bad = cl.claim_entropy_drift(_drift_runs(6, predictive=False, with_cov=True))
+    assert bad.verdict == cl.DISAGREES, bad.reason
     assert abs(bad.values["mean_r"]) < 0.25
 
 
@@ -155,21 +156,21 @@ def test_drift_uses_the_sign_axis_runs_only():
     good = _drift_runs(4, predictive=True, with_cov=True)
     other = _drift_runs(6, predictive=False, with_cov=True).assign(method="codapo")
     other["run_id"] = other["run_id"].str.replace("asym_", "codapo_", regex=False)
-    c = st.claim_entropy_drift(pd.concat([good, other], ignore_index=True))
-    assert c.verdict == st.AGREES and len(c.values["r_per_run"]) == 4
+    c = cl.claim_entropy_drift(pd.concat([good, other], ignore_index=True))
+    assert c.verdict == cl.AGREES and len(c.values["r_per_run"]) == 4
 
 
 def test_drift_measurement_keeps_r_when_the_slope_is_undefined():
     run = pd.DataFrame(dict(run_id="asym_d2-s0-0000abcd", method="asym_d2", step=[1, 2, 3, 4], lr=1.0, m_s=0.1,
                             m_f=0.1, entropy=[1.0, 0.9, 0.8, 0.7], cov_adv_logprob=0.0))
-    c = st.claim_entropy_drift(run)  # prediction identically 0: no slope, no r
+    c = cl.claim_entropy_drift(run)  # prediction identically 0: no slope, no r
     assert "Pearson r" in c.measurement and "pooled slope n/a" in c.measurement
 
 
 def test_drift_without_covariance_is_inconclusive_and_says_what_is_missing():
     train = _drift_runs(3, predictive=True, with_cov=False)
-    c = st.claim_entropy_drift(train)
-    assert c.verdict == st.INCONCLUSIVE
+    c = cl.claim_entropy_drift(train)
+    assert c.verdict == cl.INCONCLUSIVE
     assert "Cov(A, log pi) is not in the training records" in c.reason and "cov_adv_logprob" in c.reason
     assert "sign term" in c.measurement
     assert len(c.values["r_per_run"]) == 3 and np.isfinite(c.values["mean_r"])  # the sign term is still correlated
@@ -177,7 +178,7 @@ def test_drift_without_covariance_is_inconclusive_and_says_what_is_missing():
 
 def test_drift_pairs_skip_gaps():
     run = pd.DataFrame(dict(step=[1, 2, 4, 5], entropy=[1.0, 0.9, 0.7, 0.6], lr=1.0, m_s=0.2, m_f=0.1))
-    pairs = st.drift_pairs(run, {"entropy": "entropy", "lr": "lr", "m_s": "m_s", "m_f": "m_f", "cov": None})
+    pairs = cl.drift_pairs(run, {"entropy": "entropy", "lr": "lr", "m_s": "m_s", "m_f": "m_f", "cov": None})
     assert pairs["step"].tolist() == [1.0, 4.0]
     assert pairs["measured"].tolist() == pytest.approx([-0.1, -0.1])
     assert pairs["sign_term"].tolist() == pytest.approx([0.1 * 1.0, 0.1 * 0.7])
@@ -202,18 +203,18 @@ def _pass_table(spec: dict[str, tuple[float, float]], seeds=(0, 1, 2), noise: fl
 def test_difficulty_axis():
     tables = {"pass_at_k": _pass_table({"asym_d1": (0.30, 0.50), "power_a2": (0.31, 0.55), "power_a3": (0.30, 0.60)})}
     train = pd.concat([_runs("asym_d1", [0, 1, 2], zero_var=0.6), _runs("power_a3", [0, 1, 2], zero_var=0.4)])
-    claims = {c.id: c for c in st.claims_difficulty(train, tables, "countdown")}
-    assert claims["difficulty_passk_a3"].verdict == st.AGREES, claims["difficulty_passk_a3"].reason
+    claims = {c.id: c for c in cl.claims_difficulty(train, tables, "countdown")}
+    assert claims["difficulty_passk_a3"].verdict == cl.AGREES, claims["difficulty_passk_a3"].reason
     assert claims["difficulty_passk_a3"].values["k"] == 4
     assert claims["difficulty_passk_a3"].values["diff"] == pytest.approx(0.10, abs=1e-9)
-    assert claims["difficulty_pass1_a3"].verdict == st.INCONCLUSIVE  # equal pass@1, spread 0.007
-    assert claims["difficulty_pass1_a2"].verdict == st.AGREES  # +0.01 > spread 0.007
+    assert claims["difficulty_pass1_a3"].verdict == cl.INCONCLUSIVE  # equal pass@1, spread 0.007
+    assert claims["difficulty_pass1_a2"].verdict == cl.AGREES  # +0.01 > spread 0.007
     assert claims["difficulty_passk_a2"].values["diff"] == pytest.approx(0.05, abs=1e-9)
     assert "pass@4" in claims["difficulty_passk_a2"].statement
-    assert claims["difficulty_signal"].verdict == st.AGREES
+    assert claims["difficulty_signal"].verdict == cl.AGREES
     assert claims["difficulty_signal"].values["diff"] == pytest.approx(0.2)
-    missing = {c.id: c for c in st.claims_difficulty(pd.DataFrame(), {}, "countdown")}
-    assert all(c.verdict == st.INCONCLUSIVE for c in missing.values())
+    missing = {c.id: c for c in cl.claims_difficulty(pd.DataFrame(), {}, "countdown")}
+    assert all(c.verdict == cl.INCONCLUSIVE for c in missing.values())
 
 
 def _peak(spec: dict[str, tuple[float, float]], seeds=(0, 1, 2)) -> pd.DataFrame:
@@ -230,62 +231,62 @@ def test_fade_against_best_static_and_ablations():
                   "power_a2": (60, 0.45), "rloo": (15, 0.30), "base": (0, 0.6)})
     tables = {"peak": peak,
               "pass_at_k": _pass_table({"fade": (0.50, 0.70), "power_a2": (0.45, 0.69)})}
-    claims = {c.id: c for c in st.claims_fade(tables, "countdown", st.study_arms())}
-    assert st.best_static(peak, st.FADE_ARMS) == "power_a2"  # base is not a baseline; rloo peaks lower
-    assert claims["fade_peak_step"].verdict == st.AGREES
+    claims = {c.id: c for c in cl.claims_fade(tables, "countdown", st.study_arms())}
+    assert cl.best_static(peak, cl.FADE_ARMS) == "power_a2"  # base is not a baseline; rloo peaks lower
+    assert claims["fade_peak_step"].verdict == cl.AGREES
     assert claims["fade_peak_step"].values["steps_earlier"] == pytest.approx(50)
-    assert claims["fade_frontier"].verdict == st.AGREES, claims["fade_frontier"].reason
-    assert claims["fade_vs_fixed_alpha"].verdict == st.AGREES
-    assert claims["fade_vs_fixed_delta"].verdict == st.INCONCLUSIVE
-    none = {c.id: c for c in st.claims_fade({}, "countdown")}
-    assert all(c.verdict == st.INCONCLUSIVE for c in none.values()) and len(none) == 4
+    assert claims["fade_frontier"].verdict == cl.AGREES, claims["fade_frontier"].reason
+    assert claims["fade_vs_fixed_alpha"].verdict == cl.AGREES
+    assert claims["fade_vs_fixed_delta"].verdict == cl.INCONCLUSIVE
+    none = {c.id: c for c in cl.claims_fade({}, "countdown")}
+    assert all(c.verdict == cl.INCONCLUSIVE for c in none.values()) and len(none) == 4
 
 
 def test_frontier_needs_both_beyond_the_spread():
     """pass@1 clearly better but pass@k only +0.002 (spread 0.007): not 'together', so inconclusive."""
     peak = _peak({"fade": (10, 0.50), "power_a2": (60, 0.45)})
     tables = {"peak": peak, "pass_at_k": _pass_table({"fade": (0.50, 0.692), "power_a2": (0.45, 0.69)})}
-    c = {c.id: c for c in st.claims_fade(tables, "countdown")}["fade_frontier"]
-    assert c.verdict == st.INCONCLUSIVE, c.reason
+    c = {c.id: c for c in cl.claims_fade(tables, "countdown")}["fade_frontier"]
+    assert c.verdict == cl.INCONCLUSIVE, c.reason
 
 
 def test_an_earlier_but_lower_peak_is_not_agreement():
     peak = _peak({"fade": (10, 0.30), "power_a2": (60, 0.45)})
-    c = {c.id: c for c in st.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
-    assert c.verdict == st.INCONCLUSIVE and "earlier, lower peak" in c.reason
+    c = {c.id: c for c in cl.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
+    assert c.verdict == cl.INCONCLUSIVE and "earlier, lower peak" in c.reason
 
 
 def test_final_pass_at_k_compares_runs_at_a_common_step():
     """A run still at step 10 is not compared with the others' step 20: everyone is read at step 10."""
     pk = _pass_table({"asym_d1": (0.30, 0.50), "power_a3": (0.30, 0.60)})
     pk = pk[~((pk["run_id"] == "power_a3-s0-0000abcd") & (pk["step"] == 20))]
-    fin, k = st.final_pass_at_k({"pass_at_k": pk}, "countdown", 1)
+    fin, k = cl.final_pass_at_k({"pass_at_k": pk}, "countdown", 1)
     assert k == 1 and len(fin) == 6
     assert fin[fin["method"] == "asym_d1"]["pass_at_k"].tolist() == pytest.approx([0.145, 0.15, 0.155])
 
 
 def test_fade_peaks_later_disagrees():
     peak = _peak({"fade": (80, 0.50), "power_a2": (20, 0.45)})
-    c = {c.id: c for c in st.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
-    assert c.verdict == st.DISAGREES
+    c = {c.id: c for c in cl.claims_fade({"peak": peak}, "countdown")}["fade_peak_step"]
+    assert c.verdict == cl.DISAGREES
 
 
 # ---------------------------------------------------------------------------------------- output
 def test_compute_claims_render_and_json():
     train = _sign_axis(-0.8, -0.1, noise=0.02)
-    claims = st.compute_claims(train, {}, arms=st.study_arms(), benchmark="countdown")
+    claims = cl.compute_claims(train, {}, arms=st.study_arms(), benchmark="countdown")
     ids = [c.id for c in claims]
     assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"] and len(ids) == len(set(ids)) == 12
-    md = st.render_study_md(claims, command="fade study --quick", runtime_s=3725, sittings=2,
+    md = st.render_study_md(claims, command="fade study run --quick", runtime_s=3725, sittings=2,
                             timings={"train": 100.0}, figures={"entropy": "reports/default/figures/entropy.png"},
                             arms=st.study_arms(), seeds=[0, 1, 2], n_samples=128, quick=True)
-    assert "fade study --quick" in md and "1 h 02 min over 2 sitting(s)" in md
+    assert "fade study run --quick" in md and "1 h 02 min over 2 sitting(s)" in md
     assert md.count("| **") == len(claims)
     assert "![entropy](reports/default/figures/entropy.png)" in md and "Smoke run" in md
     assert "`asym_d0_5` = asym_grpo(delta=0.5)" in md
     data = json.loads(st.claims_json(claims, command="x"))
     assert [c["id"] for c in data["claims"]] == ids
-    assert data["claims"][0]["verdict"] == st.AGREES
+    assert data["claims"][0]["verdict"] == cl.AGREES
     drift = data["claims"][2]["values"]
     assert drift["covariance_logged"] is False  # nan-free JSON (nan -> null)
 
@@ -323,21 +324,21 @@ def test_study_command_and_runtime_ledger(tmp_path):
     from flows import study as flow_study
 
     cmd = flow_study.study_command("p.yaml", ["eval.ks=[1, 2]"], True, ["fade", "rloo"], "out")
-    assert cmd == "fade study --quick --arms fade,rloo --results out --params p.yaml --set 'eval.ks=[1, 2]'"
-    assert flow_study.study_command("params.yaml", None, False, None, "results") == "fade study"
-    assert flow_study.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
-    assert flow_study.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
+    assert cmd == "fade study run --quick --arms fade,rloo --results out --params p.yaml --set 'eval.ks=[1, 2]'"
+    assert flow_study.study_command("params.yaml", None, False, None, "results") == "fade study run"
+    assert st.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
+    assert st.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
     assert json.loads((tmp_path / "runtime.json").read_text())["total_seconds"] == 90.5
     # a sitting without stage times: only the last sitting's stages can be stated
-    assert flow_study.stage_seconds(tmp_path) == (None, False)
-    flow_study.record_sitting(tmp_path, 10.0, False, {"train": 7.0, "report": 3.0})
-    assert flow_study.stage_seconds(tmp_path) == ({"train": 7.0, "report": 3.0}, False)
+    assert st.stage_seconds(tmp_path) == (None, False)
+    st.record_sitting(tmp_path, 10.0, False, {"train": 7.0, "report": 3.0})
+    assert st.stage_seconds(tmp_path) == ({"train": 7.0, "report": 3.0}, False)
     other = tmp_path / "other"
     other.mkdir()
-    flow_study.record_sitting(other, 100.0, False, {"train": 90.0, "report": 10.0})
-    flow_study.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
-    assert flow_study.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
-    md = st.render_study_md([], command="fade study", runtime_s=105.0, sittings=2, timings={"train": 91.0},
+    st.record_sitting(other, 100.0, False, {"train": 90.0, "report": 10.0})
+    st.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
+    assert st.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
+    md = st.render_study_md([], command="fade study run", runtime_s=105.0, sittings=2, timings={"train": 91.0},
                             timings_all=True)
     assert "stages (summed over the sittings): train 1 min 31 s" in md
 
@@ -348,10 +349,10 @@ def test_final_pass_at_k_ignores_the_step_0_base_model_for_the_common_step():
     pk = _pass_table({"asym_d1": (0.30, 0.50), "power_a3": (0.30, 0.60)})
     base = pk[(pk["run_id"] == "asym_d1-s0-0000abcd") & (pk["step"] == 20)].assign(
         run_id="base", method="base", seed=0, step=0, pass_at_k=0.05)
-    fin, k = st.final_pass_at_k({"pass_at_k": pd.concat([pk, base])}, "countdown", 1)
+    fin, k = cl.final_pass_at_k({"pass_at_k": pd.concat([pk, base])}, "countdown", 1)
     assert k == 1 and len(fin) == 7
     assert fin[fin["method"] == "base"]["pass_at_k"].tolist() == [0.05]
     assert fin[fin["method"] == "power_a3"]["pass_at_k"].tolist() == pytest.approx(
         pk[(pk["method"] == "power_a3") & (pk["step"] == 20) & (pk["k"] == 1) & (pk["bucket"] == "all")]["pass_at_k"].tolist())
-    claims = {c.id: c for c in st.claims_difficulty(pd.DataFrame(), {"pass_at_k": pd.concat([pk, base])}, "countdown")}
-    assert claims["difficulty_passk_a3"].verdict == st.AGREES, claims["difficulty_passk_a3"].reason
+    claims = {c.id: c for c in cl.claims_difficulty(pd.DataFrame(), {"pass_at_k": pd.concat([pk, base])}, "countdown")}
+    assert claims["difficulty_passk_a3"].verdict == cl.AGREES, claims["difficulty_passk_a3"].reason

@@ -7,7 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from fade_core import countdown, verifiers
+from fade_core import countdown_task as countdown
+from fade_core import verifiers
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -39,6 +40,8 @@ def test_last_boxed():
     assert verifiers.last_boxed(r"a \boxed{1} then \boxed{\frac{1}{2}}") == r"\frac{1}{2}"
     assert verifiers.last_boxed("none") is None
     assert verifiers.last_boxed(r"\boxed{unclosed") is None
+    assert verifiers.last_boxed(r"$\framebox{204}$ minutes") == "204"  # issue: \framebox was not read
+    assert verifiers.last_boxed(r"\boxed{1} and finally \fbox{2}") == "2"
 
 
 # -------------------------------------------------------------------------------------------- math
@@ -54,6 +57,11 @@ def test_last_boxed():
         ("x^2+2x+1", r"\boxed{(x+1)^2}", True),
         (r"\sqrt{2}", r"\boxed{\sqrt 2}", True),
         ("3", "The answer is 4.", False),
+        ("204", r"or $\framebox{204}$ minutes", True),  # the Qwen2.5-Math AIME 2024 reference writes this
+        ("204", r"so \fbox{204}.", True),
+        ("204", r"so \framebox{205}.", False),
+        (r"\frac{1}{2}", r"so $\framebox{\frac{2}{4}}$", True),  # through math-verify
+        (r"\frac{1}{2}", r"so $\fbox{\frac{1}{3}}$", False),
     ],
 )
 def test_math(gold, completion, passed):
@@ -124,10 +132,22 @@ def test_code_kinds():
 
 
 def test_special_judge_metadata():
+    """Special-judge rows are never passed by an unordered-token match unless the row asks for the
+    labelled lenient rule (see test_judge_special.py for checkers and TACO's cases)."""
     p = dict(STDIO, tests=json.dumps([{"input": "", "output": "1 2 3", "testtype": "stdin"}]),
              metadata=json.dumps({"special_judge": True}))  # fmt: skip
-    assert verifiers.score(p, "print('3 2 1')").passed
+    s = verifiers.score(p, "print('3 2 1')")
+    assert (s.passed, s.status) == (False, "undecidable")
+    lenient = dict(p, metadata=json.dumps({"special_judge": True, "judge": "special_lenient"}))
+    assert verifiers.score(lenient, "print('3 2 1')").status == "passed_lenient"
     assert not verifiers.score(dict(p, metadata="{}"), "print('3 2 1')").passed
+
+
+def test_missing_values_as_pandas_reads_them():
+    """`fade verify` reads problems with pandas: a null fn_name or metadata is NaN, not None."""
+    nan = float("nan")
+    assert verifiers.score(dict(STDIO, fn_name=nan, metadata=nan), "a, b = map(int, input().split())\nprint(a + b)").passed
+    assert verifiers.score(dict(math_problem("042"), metadata=nan), r"\boxed{42}").passed
 
 
 def test_score_batch_mixed_in_order():

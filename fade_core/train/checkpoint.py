@@ -1,0 +1,88 @@
+"""Checkpoints of a training run: written whole or not at all, and resumed exactly.
+
+``checkpoints/step-N/`` (fade_core.runs.checkpoint_dir) is written to ``step-N.tmp`` and renamed, so a crash
+never leaves a half checkpoint: the policy in HF format (safetensors, loadable without fade) and
+``trainer_state.pt`` with the optimizer (DeepSpeed: its own ``deepspeed/`` folder), the schedule position,
+the RNG states, the prompt sampler's position, the advantage's state, the KL coefficient and the output
+head's initial weights. Rollout seeds are a function of (run seed, step, round, prompt slot), so a run
+killed and resumed reproduces the per-step records and final weights of an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from fade_core import models
+from fade_core.runs import STATE_FILE
+from fade_core.train.distributed import Dist, UpdateBackend
+
+
+def rng_state() -> dict[str, Any]:
+    """Every RNG a step may draw from: torch (CPU and CUDA), numpy's global, Python's."""
+    return {
+        "torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
+
+
+def set_rng_state(rng: dict[str, Any]) -> None:
+    torch.set_rng_state(rng["torch"])
+    np.random.set_state(rng["numpy"])
+    random.setstate(rng["python"])
+    if rng.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(rng["cuda"])
+
+
+def save_checkpoint(final: Path, state: dict[str, Any], *, model: torch.nn.Module, tokenizer: Any,
+                    backend: UpdateBackend, dist: Dist) -> Path:
+    """Write the policy, the optimizer and ``state`` (the trainer's, plus the RNG states) to ``final``
+    through ``final.tmp`` and a rename; every rank calls it (ZeRO gathers and shards need them all)."""
+    tmp = final.with_name(final.name + ".tmp")
+    if dist.main:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    if backend.zero_stage == 3:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.parameters())):
+            if dist.main:
+                models.save(model, tokenizer, tmp)
+    elif dist.main:
+        models.save(model, tokenizer, tmp)
+    opt_state = backend.save(tmp)
+    if dist.main:
+        torch.save({**state, "rng": rng_state(), **opt_state}, tmp / STATE_FILE)
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+    dist.barrier()
+    return final
+
+
+def load_checkpoint(folder: Path, *, model: torch.nn.Module, backend: UpdateBackend, dist: Dist) -> dict[str, Any]:
+    """Restore the weights, the optimizer and the RNG states from ``folder``; return the trainer state
+    (step, sampler, advantage, kl_coef, base_validity, head_w0, ...) for the caller to restore."""
+    from safetensors.torch import load_file
+
+    state = torch.load(folder / STATE_FILE, weights_only=False)
+    weights = load_file(str(folder / "model.safetensors"))
+    if backend.zero_stage == 3:
+        import deepspeed
+
+        with deepspeed.zero.GatheredParameters(list(model.parameters()), modifier_rank=0):
+            if dist.main:
+                model.load_state_dict(weights, strict=False)
+    else:
+        missing, unexpected = model.load_state_dict(weights, strict=False)
+        if unexpected or [m for m in missing if "rotary" not in m]:
+            raise ValueError(f"{folder}: checkpoint weights do not match the model (missing {missing}, unexpected {unexpected})")
+    backend.load(folder, state)
+    set_rng_state(state["rng"])
+    return state
