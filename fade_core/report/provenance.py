@@ -116,18 +116,25 @@ def machine() -> dict[str, str]:
     return info
 
 
+def command_line(argv: Sequence[str]) -> str:
+    """``argv`` as it was typed: the program by its name (``python -m pkg`` for a package's __main__.py),
+    the arguments shell-quoted."""
+    if not argv:
+        return ""
+    first = Path(argv[0])
+    program = f"python -m {first.parent.name}" if first.name == "__main__.py" else (first.name or argv[0])
+    return " ".join([program, shlex.join(argv[1:])]).strip()
+
+
 def collect(repo: str | Path | None = None, argv: Sequence[str] | None = None,
             links: Sequence[tuple[str, str]] = (), notes: Sequence[str] = ()) -> Provenance:
     """The provenance of this process: git state of ``repo`` (default: the checkout holding fade_core),
     package versions, machine, the command line ``argv`` (default: sys.argv) and the time (UTC)."""
     repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
     commit, dirty, branch = git_state(repo)
-    args = list(sys.argv if argv is None else argv)
-    if args:
-        args[0] = Path(args[0]).name or args[0]
     return Provenance(
         git_commit=commit, git_dirty=dirty, git_branch=branch, packages=package_versions(),
-        python=platform.python_version(), machine=machine(), command=shlex.join(args),
+        python=platform.python_version(), machine=machine(), command=command_line(sys.argv if argv is None else argv),
         created=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), links=list(links), notes=list(notes),
     )
 

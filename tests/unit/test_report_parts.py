@@ -140,6 +140,7 @@ def test_provenance_names_commit_command_machine_and_packages(tmp_path: Path) ->
     rows = dict(provenance.as_rows(p, {"training wall time": "1 min"}))
     assert rows["git commit"].startswith(head) and "uncommitted" in rows["git commit"]
     assert rows["training wall time"] == "1 min" and "torch " in rows["packages"]
+    assert provenance.command_line(["/x/lib/pytest/__main__.py", "-q"]) == "python -m pytest -q"
 
 
 def test_wall_times_sum_each_runs_step_times() -> None:
