@@ -140,20 +140,19 @@ def comparisons(con: duckdb.DuckDBPyConnection, ks: Sequence[int] | None = None)
         scores = scores[scores.k.isin(list(ks))]
     out = []
     for (bench, k), sub in scores.groupby(["benchmark", "k"], sort=True):
-        methods = sorted(sub.method.unique())
+        wide = {m: rows.pivot_table(index="seed", columns="problem_id", values="pass_at_k", aggfunc="first").dropna(axis=1)
+                for m, rows in sub.groupby("method", sort=True)}  # [seeds, problems] of each method, once
+        untrained = {m: not bool(rows.trained.iloc[0]) for m, rows in sub.groupby("method")}
+        methods = sorted(wide)
         family = []
         for i, a in enumerate(methods):
             for b in methods[i + 1:]:
-                ra, rb = sub[sub.method == a], sub[sub.method == b]
-                _, pa = score_matrix(ra)
-                _, pb = score_matrix(rb)
-                common = [p for p in pa if p in set(pb)]
-                if not common:
+                common = wide[a].columns.intersection(wide[b].columns).sort_values()
+                if common.empty:
                     continue
-                xa, _ = score_matrix(ra, common)
-                xb, _ = score_matrix(rb, common)
-                iv = diff_interval(xa, xb, constant_a=not bool(ra.trained.iloc[0]),
-                                   constant_b=not bool(rb.trained.iloc[0])).clip(-1.0, 1.0)
+                xa = wide[a][common].to_numpy(dtype=np.float64)
+                xb = wide[b][common].to_numpy(dtype=np.float64)
+                iv = diff_interval(xa, xb, constant_a=untrained[a], constant_b=untrained[b]).clip(-1.0, 1.0)
                 family.append(dict(benchmark=bench, k=int(k), method_a=a, method_b=b, mean_a=float(xa.mean()),
                                    mean_b=float(xb.mean()), diff=iv.estimate, ci_low=iv.low, ci_high=iv.high,
                                    p=iv.p_value, ci_over=iv.over, seeds_a=xa.shape[0], seeds_b=xb.shape[0],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+import pytest
 
 from fade_core.report import arms, examples, provenance, tables
 
@@ -161,3 +162,24 @@ def test_formats_are_one_per_column_and_single_seed_statistics_read_na() -> None
     assert tables.fmt_pct(0.1234) == "12.3" and tables.fmt_pct(math.nan) == "n/a"
     assert tables.fmt_ci(None) == "n/a"
 
+
+
+def test_prefect_links_name_the_report_and_the_pipeline_flow_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from prefect.runtime import flow_run
+
+    from tasks import report as report_task
+
+    assert report_task.prefect_links() == ([], [])  # outside a flow run: nothing to link
+    monkeypatch.setattr(flow_run, "id", "1111", raising=False)
+    monkeypatch.setattr(flow_run, "name", "brave-fox", raising=False)
+    monkeypatch.setattr(flow_run, "ui_url", "http://127.0.0.1:4200/runs/flow-run/1111", raising=False)
+    monkeypatch.setattr(flow_run, "root_flow_run_id", "2222", raising=False)
+    monkeypatch.setattr(report_task, "_flow_run_start", lambda run_id: datetime.now(UTC) - timedelta(minutes=30))
+    links, notes = report_task.prefect_links()
+    assert links == [("Prefect flow run 'brave-fox' (report)", "http://127.0.0.1:4200/runs/flow-run/1111"),
+                     ("Prefect flow run (the whole pipeline)", "http://127.0.0.1:4200/runs/flow-run/2222")]
+    assert len(notes) == 1 and "30.0 min" in notes[0]
+    monkeypatch.setattr(flow_run, "ui_url", None, raising=False)  # a server without a UI: the ids
+    assert report_task.prefect_links()[0][1] == ("Prefect flow run (the whole pipeline)", "flow run id 2222")
