@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fade_core.report.arms import differing_keys, read_run_configs, summarize_arms
+from fade_core.report.arms import differing_keys, group_size, read_run_configs, summarize_arms
 from fade_core.report.examples import evaluation_examples, training_examples
 from fade_core.report.figures import FIGURES, TRAIN_METRICS, make_figures, method_colors, table
 from fade_core.report.page import PageContent, render
@@ -89,18 +89,6 @@ def markdown_table(df: Any, empty: str = "(no rows)") -> str:
     return "\n".join(lines)
 
 
-def _arm_specs(runs: Any, configs: Mapping[str, Mapping[str, Any]]) -> tuple[list[tuple[str, str, dict]], int | None]:
-    """(label, method, params) of each trained arm from its first run's config, and the runs' group size."""
-    specs, group_size = [], None
-    trained = runs[runs.trained] if not runs.empty else runs
-    for label, rows in trained.groupby("method", sort=True) if not trained.empty else []:
-        cfg = next((configs[r] for r in rows.run_id if r in configs), None)
-        train = (cfg or {}).get("train") or {}
-        specs.append((str(label), str(train.get("method") or rows.advantage.iloc[0]), dict(train.get("params") or {})))
-        group_size = group_size or train.get("group_size")
-    return specs, group_size
-
-
 def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs | None = None) -> dict[str, Any]:
     """The report stage: ``results`` (results.duckdb or its folder) -> ``out_dir`` (see the module docstring).
 
@@ -117,9 +105,11 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
     try:
         runs = table(con, "SELECT * FROM runs ORDER BY method, seed")
         configs = read_run_configs(inputs.runs_dir)
-        specs, group_size = _arm_specs(runs, configs)
+        arms = summarize_arms(runs, configs)
+        specs = [(a.label, a.method, {name: value for name, value, given in a.params if given})
+                 for a in arms if a.trained]  # the atlas draws each arm as its config set it
         figures, missing, details = make_figures(con, out / "figures", formats, arms=specs,
-                                                 group_size=inputs.group_size or group_size)
+                                                 group_size=inputs.group_size or group_size(configs))
         long = headline_intervals(con)
         pairs = comparisons(con)
         lead = fade_lead(con)
@@ -129,7 +119,7 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
         content = PageContent(
             title=inputs.title, headline=headline_table(long), ci_note=ci_note(long),
             flagged=int(flagged.n.iloc[0]) if not flagged.empty else 0, lead=fade_lead_display(lead),
-            sections=inputs.sections, arms=summarize_arms(runs, configs), differing=differing_keys(runs, configs),
+            sections=inputs.sections, arms=arms, differing=differing_keys(runs, configs),
             figures=figures, missing=missing, train_panels=details,
             examples=training_examples(con) + evaluation_examples(con, prompts=inputs.prompts),
             comparisons=comparisons_display(pairs), buckets=buckets(con), runs=runs_table(con),

@@ -55,6 +55,15 @@ def read_run_configs(runs_dir: str | Path | None) -> dict[str, dict[str, Any]]:
     return {run.name: runs.read_run_config(run) for run in runs.find_run_dirs(runs_dir)}
 
 
+def group_size(configs: Mapping[str, Mapping[str, Any]]) -> int | None:
+    """The runs' group size G (train.group_size of the first run that says), for the atlas."""
+    for cfg in configs.values():
+        size = ((cfg or {}).get("train") or {}).get("group_size")
+        if isinstance(size, int) and size >= 1:
+            return size
+    return None
+
+
 def summarize_arms(runs_table: pd.DataFrame, configs: Mapping[str, Mapping[str, Any]]) -> list[ArmSummary]:
     """One :class:`ArmSummary` per method label of ``runs_table`` (run_id, method, seed, advantage, trained),
     resolved through the advantage registry from the first run's config (its train.method and train.params;

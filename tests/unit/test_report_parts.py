@@ -46,6 +46,7 @@ def test_arms_show_every_parameter_and_which_the_config_set() -> None:
     assert {name for name, _, _ in summary["fade"].params} >= {"alpha_max", "delta_min", "beta"}
     assert not summary["base"].trained and summary["base"].params == []
     assert arms.params_text(power).startswith("alpha=2 (set)")
+    assert arms.group_size(CONFIGS) is None and arms.group_size({"r": {"train": {"group_size": 8}}, **CONFIGS}) == 8
 
 
 def test_differing_keys_name_what_else_differs_between_arms() -> None:
