@@ -17,6 +17,7 @@ Sections:
     eval       checkpoint evaluation: benchmarks, samples per problem, k values
     pipeline   the arms (method + params) and seeds that ``fade run`` compares
     report     the report's name and figure formats
+    tracking   live trackers of training runs: TensorBoard (default), W&B, MLflow
     compute    devices, ranks, worker pools
     sandbox    where code completions run: backend, per-sample cgroups, and the unsafe escape hatch
 """
@@ -245,9 +246,21 @@ class ReportConfig(Section):
     formats: list[Literal["png", "svg"]] = Field(["png", "svg"], description="Figure formats.")
     out_dir: str = Field("reports", description="Where reports go.")
     title: str = Field("fade report", min_length=1, description="Title of the HTML report.")
-    tensorboard: bool = Field(True, description="Also write every run's training record as TensorBoard event files (reports/<name>/tensorboard).")
-    wandb: bool = Field(False, description="Also write W&B offline runs (reports/<name>/wandb) when wandb is installed.")
     study: bool = Field(False, description="Add the study section: the FADE paper's claims checked on these runs (`fade study` sets it).")
+
+
+# ----------------------------------------------------------------------------------------- tracking
+class TrackingConfig(Section):
+    """Live experiment trackers: rank 0 of a training run sends every step's record to them as it steps."""
+
+    tensorboard: bool = Field(True, description="Write TensorBoard event files while a run trains (<tensorboard_dir>/<run_id>/, flushed every step).")
+    tensorboard_dir: str | None = Field(None, description="Parent folder of the runs' TensorBoard logs, <tensorboard_dir>/<run_id>/ (null: tensorboard/ beside train.runs_dir); `tensorboard --logdir` on it shows every run.")
+    wandb: bool = Field(False, description="Also log to Weights & Biases with the full config (needs the wandb package).")
+    wandb_project: str = Field("fade", min_length=1, description="W&B project of the runs.")
+    wandb_mode: Literal["offline", "online"] = Field("offline", description="W&B mode: offline writes <tensorboard_dir>/<run_id>/wandb/ (`wandb sync` uploads it later).")
+    mlflow: bool = Field(False, description="Also log to MLflow with the full config as params (needs the mlflow package).")
+    mlflow_tracking_uri: str | None = Field(None, description="MLflow tracking URI (null: MLflow's default, ./mlruns or MLFLOW_TRACKING_URI).")
+    mlflow_experiment: str = Field("fade", min_length=1, description="MLflow experiment of the runs.")
 
 
 # ------------------------------------------------------------------------------------------ compute
@@ -284,6 +297,7 @@ class Config(Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     compute: ComputeConfig = Field(default_factory=ComputeConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 

@@ -7,6 +7,7 @@ so a formula such as "where is benchmark X's problem table" exists once:
     needs_warmstart(cfg)        the base model is the built-in tiny model, which `fade warmstart` trains
     base_model_path(cfg)        where the policy starts (train.base_checkpoint / warmstart.out_dir / a local HF folder)
     place_outputs(cfg, root)    every stage's outputs under one folder (`fade run`: results/<pipeline.name>/)
+    tensorboard_root(cfg)       the folder of every run's live TensorBoard logs (tracking_dir: one run's)
     run_plans(cfg)              the training work list: pipeline.arms x pipeline.seeds, one config each
     evaluation_shards(...)      the evaluation work list: the base model and the checkpoints eval.checkpoints keeps
     sampling_options(cfg)       how evaluation samples
@@ -69,9 +70,9 @@ def results_root(cfg: Any, results: str | Path = "results") -> Path:
 def place_outputs(cfg: Any, root: str | Path) -> Any:
     """A copy of ``cfg`` with every stage's output folder under ``root``::
 
-        data/  models/base/  runs/  eval/  reports/
+        data/  models/base/  runs/  eval/  reports/  tensorboard/
 
-    (only those five fields change, each validated on assignment: the rest of the config was validated
+    (only those six fields change, each validated on assignment: the rest of the config was validated
     when it was loaded)."""
     root = Path(root)
     placed = cfg.model_copy(deep=True)
@@ -80,7 +81,21 @@ def place_outputs(cfg: Any, root: str | Path) -> Any:
     placed.train.runs_dir = str(root / "runs")
     placed.eval.results_dir = str(root / "eval")
     placed.report.out_dir = str(root / "reports")
+    placed.tracking.tensorboard_dir = str(root / "tensorboard")
     return placed
+
+
+def tensorboard_root(cfg: Any) -> Path:
+    """The folder of every run's live TensorBoard logs: tracking.tensorboard_dir, or (null) ``tensorboard/``
+    beside train.runs_dir (``runs`` -> ``tensorboard``), so ``tensorboard --logdir`` on it shows every run."""
+    folder = cfg.tracking.tensorboard_dir
+    return Path(folder) if folder else Path(cfg.train.runs_dir).parent / "tensorboard"
+
+
+def tracking_dir(cfg: Any, run_id: str) -> Path:
+    """Where run ``run_id`` writes its live TensorBoard events (and W&B offline files):
+    ``<tensorboard_root(cfg)>/<run_id>``."""
+    return tensorboard_root(cfg) / run_id
 
 
 # ============================================================================ the training work list
@@ -96,7 +111,8 @@ class RunPlan:
 
 def run_plans(cfg: Any, arms: Sequence[str] | None = None) -> list[RunPlan]:
     """One run per (arm, seed) of ``pipeline.arms`` x ``pipeline.seeds`` (``arms``: only those, in that order),
-    each in ``<train.runs_dir>/<arm>/`` with the arm's name as its label.
+    each in ``<train.runs_dir>/<arm>/`` with the arm's name as its label, its TensorBoard logs in the
+    comparison's one :func:`tensorboard_root`.
 
     When several runs share the machine (pipeline.workers > 1) and compute.torch_threads is 0, each run
     gets an equal share of the cores, so parallel runs don't oversubscribe them.
@@ -115,6 +131,7 @@ def run_plans(cfg: Any, arms: Sequence[str] | None = None) -> list[RunPlan]:
             run.train.params = dict(spec.params)
             run.train.label = arm
             run.train.seed = seed
+            run.tracking.tensorboard_dir = str(tensorboard_root(cfg))  # one root for every arm, not per arm folder
             run.train.runs_dir = str(Path(cfg.train.runs_dir) / arm)
             run.compute.torch_threads = threads
             out.append(RunPlan(arm, seed, run))

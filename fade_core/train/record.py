@@ -20,8 +20,8 @@ informative group) still writes a full row. Keys, in order::
     time_rollout time_scoring time_update time_step tokens_per_s time_log
 
 Readers use these names as they are (fade_core.report, fade_core.study). A new per-step quantity (e.g.
-verdict counts by status, or example completions) is one more part here; a new sink (e.g. live
-TensorBoard) is one more :class:`StepLogger`.
+verdict counts by status, or example completions: field ``examples``, see fade_core.train.loggers) is one
+more part here; a new sink is one more :class:`StepLogger` (the live trackers: fade_core.train.loggers).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ One step (:meth:`Trainer.step`)::
               the shared-prefix forward (policy.completion_logprobs); gradient clipping; lr from the schedule
     resample  adv.resample_groups: fresh rollouts of those groups and a second update (CoDaPO)
     record    record.step_record -> runs/<run_id>/metrics.jsonl + metrics.duckdb, then every StepLogger
+              (the live trackers of tracking.*: TensorBoard events by default, train/loggers.py)
 
 Method hints: a method's recommended loss aggregation and clip range (``adv.recommended()``) take
 precedence over ``train.loss_agg`` / ``eps_low`` / ``eps_high``; the range used is logged every step.
@@ -44,6 +45,7 @@ from fade_core.runs import MetricsLog, checkpoint_dir, list_checkpoints, run_id,
 from fade_core.train import checkpoint as ckpt
 from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
+from fade_core.train.loggers import tracking_loggers
 from fade_core.train.policy import batch_logprobs, completion_logprobs, zero_loss
 from fade_core.train.record import ProgressBar, StepLogger, step_record
 from fade_core.train.schedules import (
@@ -99,8 +101,9 @@ class Trainer:
     problems: training rows (default: :func:`load_problems`); base_model: path (default:
     :func:`fade_core.plan.base_model_path`); run_dir: default ``<train.runs_dir>/<run_id>``; progress: a
     live rich bar on rank 0; loggers: more :class:`~fade_core.train.record.StepLogger` sinks of every
-    step's record on rank 0; stop_after: stop (without a final checkpoint) after this many steps of this
-    process -- for tests; on_step: callback(step, record) after each step, on every rank.
+    step's record on rank 0 (besides the trackers ``tracking`` asks for, :mod:`fade_core.train.loggers`);
+    stop_after: stop (without a final checkpoint) after this many steps of this process -- for tests;
+    on_step: callback(step, record) after each step, on every rank.
     """
 
     def __init__(
@@ -406,6 +409,8 @@ class Trainer:
             self.kl_coef = kl_coef_from_validity(self.tcfg.kl_target_validity, self.base_validity)
         result = TrainResult(self.run_id, self.run_dir, self.tcfg.steps, resumed_from=resumed)
         loggers = list(self.loggers) if self.dist.main else []
+        if self.dist.main:  # live trackers (tracking.*): TensorBoard by default, rank 0 only
+            loggers += tracking_loggers(self.cfg, self.run_id, resume_step=start)
         if self.progress and self.dist.main:
             loggers.insert(0, ProgressBar(self.tcfg.steps, start, self.label))
         done = 0

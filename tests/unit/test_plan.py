@@ -29,17 +29,21 @@ def test_problem_paths_and_base_model(tmp_path: Path) -> None:
     assert plan.base_model_path(chosen) == str(tmp_path / "base")
 
 
-def test_place_outputs_moves_the_five_output_folders_only() -> None:
+def test_place_outputs_moves_the_six_output_folders_only() -> None:
     cfg = config.load(None, ["train.lr=0.01", "pipeline.name=mine"])
     root = plan.results_root(cfg, "out")
     assert root == Path("out") / "mine"
     placed = plan.place_outputs(cfg, root)
     assert (placed.data.out_dir, placed.warmstart.out_dir, placed.train.runs_dir, placed.eval.results_dir,
-            placed.report.out_dir) == ("out/mine/data", "out/mine/models/base", "out/mine/runs", "out/mine/eval",
-                                       "out/mine/reports")
+            placed.report.out_dir, placed.tracking.tensorboard_dir) == (
+        "out/mine/data", "out/mine/models/base", "out/mine/runs", "out/mine/eval", "out/mine/reports",
+        "out/mine/tensorboard")
+    assert plan.tracking_dir(placed, "grpo-s0-0123abcd") == Path("out/mine/tensorboard/grpo-s0-0123abcd")
+    assert plan.tensorboard_root(cfg) == Path("tensorboard")  # null: beside train.runs_dir ("runs")
+    assert plan.tensorboard_root(config.load(None, ["train.runs_dir=/x/runs"])) == Path("/x/tensorboard")
     before, after = cfg.to_dict(), placed.to_dict()
     for section, key in (("data", "out_dir"), ("warmstart", "out_dir"), ("train", "runs_dir"), ("eval", "results_dir"),
-                         ("report", "out_dir")):
+                         ("report", "out_dir"), ("tracking", "tensorboard_dir")):
         after[section][key] = before[section][key]
     assert after == before and cfg.train.runs_dir == "runs"  # the original is untouched
     assert placed == config.from_dict(placed.to_dict())  # assignment validated what a full validation would
@@ -58,6 +62,7 @@ def test_run_plans_are_arms_by_seeds_each_a_complete_config() -> None:
     d = cfg.to_dict()
     d["train"].update(method="power", params={"alpha": 3}, label="a", seed=3, runs_dir=str(Path("r") / "a"))
     d["compute"]["torch_threads"] = first.compute.torch_threads
+    d["tracking"]["tensorboard_dir"] = "tensorboard"  # beside runs_dir "r", for every arm alike
     assert first == config.from_dict(d)
     assert cfg.train.method == "fade" and cfg.train.label is None
     assert len({runs.run_id(p.config) for p in plans}) == 4
