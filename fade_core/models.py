@@ -282,3 +282,22 @@ def select_cache_rows(cache: Any, rows: torch.Tensor) -> None:
         cache.batch_select_indices(rows)
         return
     raise TypeError(f"cannot select rows of a KV cache of type {type(cache).__name__}; use a DynamicCache model")
+
+
+# ------------------------------------------------------ activation checkpointing: the transformers-version shim
+def enable_activation_checkpointing(model: torch.nn.Module) -> None:
+    """Recompute activations in the backward pass (model.gradient_checkpointing), non-reentrant;
+    ``activation_checkpointing_enable`` on transformers >= 5.x, ``gradient_checkpointing_enable`` before."""
+    target = getattr(model, "module", model)
+    if hasattr(target, "activation_checkpointing_enable"):
+        target.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        target.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def checkpoints_activations(model: torch.nn.Module) -> bool:
+    """Whether activation (gradient) checkpointing is on for ``model`` (either transformers naming)."""
+    target = getattr(model, "module", model)
+    if hasattr(type(target), "is_activation_checkpointing"):
+        return bool(target.is_activation_checkpointing)
+    return bool(getattr(target, "is_gradient_checkpointing", False))

@@ -162,7 +162,7 @@ class Trainer:
         cfg = self.cfg
         model, self.tokenizer = models.load(self.base_model, **models.load_options(cfg.model))
         if cfg.model.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            models.enable_activation_checkpointing(model)
         model.to(self.device).train()
         self.backend = UpdateBackend(model, self.tcfg, self.dist, cfg.compute.deepspeed_config)
         self.model = self.backend.model

@@ -72,3 +72,27 @@ def test_chat_template_file_replaces_the_tokenizers(folders: dict[str, Path], tm
     assert tok.chat_template == template.read_text()
     _, default = models.load(folders["qwen2"], chat_template="none")  # none: the folder's stays, prompts skip it
     assert "<|im_start|>" in default.chat_template
+
+
+def test_gradient_checkpointing_gives_the_same_logprobs_and_gradients(folders: dict[str, Path]) -> None:
+    """model.gradient_checkpointing turns the layers' KV cache off: the update's forward then runs prompt +
+    completion per row, with the shared-prefix forward's log-probs and gradients."""
+    from fade_core.train.policy import completion_logprobs, recomputes_activations
+
+    model, tok = models.load(folders["qwen2"])
+    prompts = [tok("Read two integers.")["input_ids"], tok("x")["input_ids"]]
+    rows = torch.tensor([0, 0, 1])
+    comp = torch.tensor([[5, 6, 7, 8], [9, 10, 0, 0], [11, 12, 13, 0]])
+    results = []
+    for checkpointing in (False, True):
+        model.zero_grad()
+        if checkpointing:
+            models.enable_activation_checkpointing(model)
+        model.train()
+        assert recomputes_activations(model) == checkpointing
+        lp, ent = completion_logprobs(model, prompts, rows, comp, pad_id=tok.pad_token_id, with_entropy=True)
+        lp.sum().backward()
+        results.append((lp.detach(), ent.detach(), models.output_head(model).grad.clone()))
+    (a, ea, ga), (b, eb, gb) = results
+    assert torch.allclose(a, b, atol=1e-5) and torch.allclose(ea, eb, atol=1e-5) and torch.allclose(ga, gb, atol=1e-5)
+    assert ga.abs().sum() > 0
