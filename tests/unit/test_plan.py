@@ -106,3 +106,30 @@ def test_sampling_options_come_from_eval_rollout_model_and_compute() -> None:
     assert plan.sampling_options(config.load(None, ["eval.max_new_tokens=20"])).max_new_tokens == 20
     gpu = plan.sampling_options(config.load(None, ["rollout.engine=vllm", "rollout.tensor_parallel_size=2"]))
     assert gpu.engine_opts == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5} and gpu.workers is None
+
+
+def test_a_hub_id_is_a_base_model_as_it_is() -> None:
+    cfg = config.load(None, ["model.name_or_path=Qwen/Qwen2.5-7B-Instruct"])
+    assert not plan.needs_warmstart(cfg) and plan.base_model_path(cfg) == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_a_warm_start_sweep_is_one_config(tmp_path: Path) -> None:
+    """pipeline.base_checkpoints (a glob over the user's pre-training checkpoints) x arms x seeds: one run each,
+    started from that checkpoint, labelled with it, in the arm's folder."""
+    for step in (900, 1000, 50):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "config.json").write_text("{}")
+    (tmp_path / "checkpoint-notes.txt").write_text("not a folder")
+    cfg = config.load(None, [f"pipeline.base_checkpoints=[{tmp_path}/checkpoint-*]", "pipeline.seeds=[0, 1]",
+                             "pipeline.arms={grpo: {method: grpo}}", "train.runs_dir=runs"])
+    found = plan.base_checkpoints(cfg)
+    assert [Path(f).name for f in found] == ["checkpoint-50", "checkpoint-900", "checkpoint-1000"]  # natural order
+    plans = plan.run_plans(cfg)
+    assert [(p.config.train.label, p.seed) for p in plans] == [
+        (f"grpo@checkpoint-{s}", seed) for s in (50, 900, 1000) for seed in (0, 1)]
+    assert {p.config.train.base_checkpoint for p in plans} == set(found)
+    assert {p.config.train.runs_dir for p in plans} == {str(Path("runs") / "grpo")}
+    assert len({runs.run_id(p.config) for p in plans}) == 6 and plan.base_model_path(plans[0].config) == found[0]
+    empty = config.load(None, [f"pipeline.base_checkpoints=[{tmp_path}/nothing-*]"])
+    with pytest.raises(FileNotFoundError, match="matches no folder"):
+        plan.run_plans(empty)
