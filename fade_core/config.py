@@ -17,6 +17,7 @@ Sections:
     eval       checkpoint evaluation: benchmarks, samples per problem, k values
     pipeline   the arms (method + params) and seeds that ``fade run`` compares
     report     the report's name and figure formats
+    tracking   live trackers of training runs: TensorBoard (default), W&B, MLflow
     compute    devices, ranks, worker pools
     sandbox    where code completions run: backend, per-sample cgroups, and the unsafe escape hatch
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ConfigError(ValueError):
@@ -73,6 +74,12 @@ class GoldData(Section):
     on_fail: Literal["drop", "flag"] = Field("drop", description="Rows whose reference solutions all fail: drop them (counted and listed in the data card) or keep them flagged gold_pass=false.")
 
 
+class GenericData(Section):
+    test_fraction: float = Field(
+        0.0, ge=0, lt=1, description="Rows without their own split go to 'test' with this probability (a stable hash of the problem id), the rest to 'train'."
+    )
+
+
 class DataConfig(Section):
     benchmarks: list[str] = Field(["countdown", "humaneval"], description="Benchmarks that `fade prepare` writes to data/problems/.")
     sources: dict[str, str] = Field(
@@ -83,7 +90,14 @@ class DataConfig(Section):
     livecodebench: LiveCodeBenchData = Field(default_factory=LiveCodeBenchData, description="LiveCodeBench selection.")
     aime_years: list[int] = Field(default_factory=list, description="AIME years to keep (empty: all).")
     aime_year: int | None = Field(None, ge=1983, le=2100, description="The year of every AIME row, for files whose fields and names do not tell it (null: from the rows and names).")
+    aime_split: str = Field("test", min_length=1, description="Split of every AIME row ('train' to train on AIME-style problems).")
     taco: TacoData = Field(default_factory=TacoData, description="TACO options.")
+    math: GenericData = Field(
+        default_factory=GenericData, description="Generic math files (benchmark 'math' or 'math-<name>'): a problem and a final answer per row."
+    )
+    code: GenericData = Field(
+        default_factory=GenericData, description="Generic code files (benchmark 'code' or 'code-<name>'): a problem and its tests per row."
+    )
     code_prelude: list[Literal["taco", "livecodebench"]] = Field(
         ["taco", "livecodebench"],
         description="Benchmarks whose programs run after their official harness's block of standard imports (HumanEval's adds none).",
@@ -101,6 +115,8 @@ class DataConfig(Section):
 # -------------------------------------------------------------------------------------------- model
 BUILTIN_TINY = "builtin:tiny"
 """model.name_or_path of the built-in tiny model (fade_core.models builds it; `fade warmstart` pre-trains it)."""
+HUB_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$"
+"""A Hugging Face hub id (``org/name``): model.name_or_path that is not a local folder (fade_core.models)."""
 
 
 class TinyModel(Section):
@@ -111,10 +127,51 @@ class TinyModel(Section):
     max_position: int = Field(64, ge=16, description="Longest prompt + completion in tokens.")
 
 
+PROMPT_TEMPLATE_NAMES = ("countdown", "math", "code_stdio", "code_call", "humaneval")
+"""The prompt templates fade ships (fade_core/data/prompt_templates/<name>.yaml), one per kind of benchmark."""
+
+
 class ModelConfig(Section):
-    name_or_path: str = Field(BUILTIN_TINY, description="'builtin:tiny' or a local Hugging Face causal-LM folder.")
+    name_or_path: str = Field(
+        BUILTIN_TINY,
+        description="'builtin:tiny', a local Hugging Face causal-LM folder, or a hub id (fetched only when the hub is reachable and HF_HUB_OFFLINE is unset).",
+    )
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
+    attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field(
+        "auto", description="Attention kernel of a Hugging Face model (auto: what transformers picks)."
+    )
+    gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass (less memory, ~30% more time).")
+    trust_remote_code: bool = Field(False, description="Allow a model folder's own modelling code (only for models you trust).")
+    chat_template: str = Field(
+        "auto",
+        min_length=1,
+        description="auto: the tokenizer's chat template when it has one (else plain text); none: plain text; or a Jinja file that replaces the tokenizer's template (saved with checkpoints).",
+    )
+    system_prompt: str | None = Field(
+        None, description="System message of chat prompts (null: the benchmark template's own; '': none)."
+    )
+    prompt_templates: dict[str, str] = Field(
+        default_factory=dict,
+        description="Replace a shipped prompt template (countdown, math, code_stdio, code_call, humaneval) by a YAML file of the same layout.",
+    )
+
+    @field_validator("chat_template")
+    @classmethod
+    def _chat_template_file(cls, v: str) -> str:
+        if v not in ("auto", "none") and not Path(v).is_file():
+            raise ValueError("not auto, none or an existing Jinja file")
+        return v
+
+    @field_validator("prompt_templates")
+    @classmethod
+    def _template_files(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, path in v.items():
+            if name not in PROMPT_TEMPLATE_NAMES:
+                raise ValueError(f"{name!r} is not one of {', '.join(PROMPT_TEMPLATE_NAMES)}")
+            if not Path(path).is_file():
+                raise ValueError(f"{name}: {path!r} is not a file")
+        return v
 
 
 # ---------------------------------------------------------------------------------------- warmstart
@@ -161,7 +218,9 @@ class TrainConfig(Section):
     grad_clip: float = Field(1.0, gt=0, description="Gradient-norm clip.")
     checkpoint_every: int = Field(50, ge=1, description="Save a checkpoint every N steps.")
     rank1_every: int = Field(10, ge=1, description="Measure the rank-1 fraction of the output head's update every N steps.")
-    base_checkpoint: str | None = Field(None, description="Start from this warm-start checkpoint instead of the final base model.")
+    base_checkpoint: str | None = Field(
+        None, description="Start from this HF checkpoint folder (any checkpoint of a warm start or of your own pre-training run) instead of the base model."
+    )
     runs_dir: str = Field("runs", description="Where runs/<run_id>/ go.")
 
 
@@ -170,7 +229,9 @@ class RolloutConfig(Section):
     engine: Literal["hf", "vllm"] = Field("hf", description="hf: transformers generate (CPU default); vllm: GPU.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling threshold.")
-    max_new_tokens: int = Field(16, ge=1, description="Generation budget per completion.")
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="Generation budget per completion (null: the benchmark's prompt template's, e.g. countdown 16, code and math 4096)."
+    )
     tensor_parallel_size: int = Field(1, ge=1, description="vLLM tensor parallel size.")
     gpu_memory_utilization: float = Field(0.5, gt=0, le=1, description="vLLM share of GPU memory.")
 
@@ -186,7 +247,7 @@ class EvalConfig(Section):
     results_dir: str = Field("eval", description="Where evaluated samples, results.duckdb, tables, plot CSVs and metrics.json go.")
     split: str = Field("test", min_length=1, description="Split of each benchmark's problem table to evaluate ('all': every row).")
     seed: int = Field(0, description="Sampling seed of evaluation (same seed, same checkpoint: same samples).")
-    max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens).")
+    max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens, else the benchmark's prompt template's).")
     prompts_per_batch: int = Field(16, ge=1, description="Problems sampled per engine call (n samples each).")
     skip_existing: bool = Field(False, description="Keep results already stored for a (run, benchmark, step) with the same n_samples.")
     flag_n_per_k: float = Field(2.0, ge=1, description="Flag pass@k estimated from fewer than flag_n_per_k * k samples of a problem.")
@@ -223,6 +284,10 @@ class PipelineConfig(Section):
         description="The arms that `fade run` trains and compares, keyed by the label used in run ids, tables and figures.",
     )
     seeds: list[int] = Field([0, 1], min_length=1, description="Seeds per arm.")
+    base_checkpoints: list[str] = Field(
+        default_factory=list,
+        description="Warm-start sweep: train every arm x seed from each of these HF checkpoint folders (glob patterns allowed, e.g. pretrain/checkpoint-*); empty: the one base model.",
+    )
     workers: int = Field(2, ge=1, description="Training runs and evaluations fanned out at once (Dask workers).")
     scheduler_address: str | None = Field(None, description="A running Dask scheduler (a cluster); null starts a local one.")
 
@@ -245,9 +310,21 @@ class ReportConfig(Section):
     formats: list[Literal["png", "svg"]] = Field(["png", "svg"], description="Figure formats.")
     out_dir: str = Field("reports", description="Where reports go.")
     title: str = Field("fade report", min_length=1, description="Title of the HTML report.")
-    tensorboard: bool = Field(True, description="Also write every run's training record as TensorBoard event files (reports/<name>/tensorboard).")
-    wandb: bool = Field(False, description="Also write W&B offline runs (reports/<name>/wandb) when wandb is installed.")
     study: bool = Field(False, description="Add the study section: the FADE paper's claims checked on these runs (`fade study` sets it).")
+
+
+# ----------------------------------------------------------------------------------------- tracking
+class TrackingConfig(Section):
+    """Live experiment trackers: rank 0 of a training run sends every step's record to them as it steps."""
+
+    tensorboard: bool = Field(True, description="Write TensorBoard event files while a run trains (<tensorboard_dir>/<run_id>/, flushed every step).")
+    tensorboard_dir: str | None = Field(None, description="Parent folder of the runs' TensorBoard logs, <tensorboard_dir>/<run_id>/ (null: tensorboard/ beside train.runs_dir); `tensorboard --logdir` on it shows every run.")
+    wandb: bool = Field(False, description="Also log to Weights & Biases with the full config (needs the wandb package).")
+    wandb_project: str = Field("fade", min_length=1, description="W&B project of the runs.")
+    wandb_mode: Literal["offline", "online"] = Field("offline", description="W&B mode: offline writes <tensorboard_dir>/<run_id>/wandb/ (`wandb sync` uploads it later).")
+    mlflow: bool = Field(False, description="Also log to MLflow with the full config as params (needs the mlflow package).")
+    mlflow_tracking_uri: str | None = Field(None, description="MLflow tracking URI (null: MLflow's default, ./mlruns or MLFLOW_TRACKING_URI).")
+    mlflow_experiment: str = Field("fade", min_length=1, description="MLflow experiment of the runs.")
 
 
 # ------------------------------------------------------------------------------------------ compute
@@ -284,6 +361,7 @@ class Config(Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     compute: ComputeConfig = Field(default_factory=ComputeConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 

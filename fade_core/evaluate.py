@@ -2,23 +2,30 @@
 
 For one checkpoint and one benchmark's problem table:
 
-1. Load the checkpoint (HF format) with :func:`fade_core.models.load` and wrap it in a rollout engine
-   (:func:`fade_core.rollout.build_engine`: "hf" on the CPU, "vllm" on GPUs).
-2. In chunks of ``prompts_per_batch`` problems, sample ``n`` completions per prompt with the engine
-   (temperature / top-p / budget from the options; the seed of chunk ``j`` is derived from the
-   evaluation seed and ``j``, so an evaluation is reproducible given its options).
+1. Load the checkpoint (HF format, or any HF model: a folder or a hub id) with
+   :func:`fade_core.models.load` and wrap it in a rollout engine (:func:`fade_core.rollout.build_engine`:
+   "hf" on the CPU, "vllm" on GPUs).
+2. Render every problem's prompt with :func:`fade_core.data.prompts.build_prompt`, the function training
+   uses (template, chat template, system message): a checkpoint of a fade run gets its run's prompt options
+   (:func:`prompt_style_for`), any other model the options given. In chunks of ``prompts_per_batch``
+   problems, sample ``n`` completions per prompt (temperature / top-p from the options; the budget is the
+   options' or, when null, the benchmark template's; completions stop at the template's stop sequences;
+   the seed of chunk ``j`` is derived from the evaluation seed and ``j``, so an evaluation is
+   reproducible given its options). A warning says when most completions hit the budget.
 3. Score every completion with :func:`fade_core.verifiers.score_batch` (sandboxed code, math, countdown).
 4. Return the samples frame in the store's schema (:data:`fade_core.store.SAMPLE_COLUMNS`); latency is
    the chunk's generation + scoring time divided evenly over its samples.
 
 :func:`evaluate_checkpoints` evaluates a list of checkpoints (a run's: :func:`fade_core.runs.run_checkpoints`)
 and commits each (run, benchmark, step) to the :class:`~fade_core.store.ResultsStore` atomically. Who made
-a checkpoint (run id, method, seed, step) is :func:`fade_core.runs.identify_checkpoint`; the prompt is
-:func:`fade_core.data.prompts.prompt_text`, the rule training uses too.
+a checkpoint (run id, method, seed, step) is :func:`fade_core.runs.identify_checkpoint`, or
+:func:`model_ident` for a model fade did not train (``fade evaluate --model``).
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,10 +34,14 @@ from typing import Any
 
 import pandas as pd
 
-from fade_core.data.prompts import prompt_text
+from fade_core.data.prompts import PromptStyle, build_prompt, generation_budget, prompt_record
 from fade_core.rollout.base import SEED_STRIDE
-from fade_core.runs import CheckpointId, identify_checkpoint, load_verified
+from fade_core.runs import CheckpointId, checkpoint_owner, identify_checkpoint, load_verified, read_run_config
 from fade_core.store import SAMPLE_COLUMNS, EvalKey, ResultsStore
+
+log = logging.getLogger(__name__)
+TRUNCATION_WARNING = 0.5
+"""Warn when more than this share of an evaluation's completions hit the generation budget."""
 
 
 @dataclass
@@ -40,12 +51,37 @@ class SamplingOptions:
     engine: str = "hf"
     temperature: float = 1.0
     top_p: float = 1.0
-    max_new_tokens: int = 16
+    max_new_tokens: int | None = None  # None: the budget of each benchmark's prompt template
     seed: int = 0
     prompts_per_batch: int = 16
     dtype: str = "float32"
     engine_opts: dict[str, Any] = field(default_factory=dict)
     workers: int | None = None  # verifier workers (None: the verifier's default)
+    model_opts: dict[str, Any] = field(default_factory=dict)  # fade_core.models.load options (dtype wins from above)
+    prompt_style: PromptStyle = field(default_factory=PromptStyle)  # for models outside a fade run
+
+
+def model_ident(name_or_path: str | Path) -> CheckpointId:
+    """The identity of a model fade did not train: run id and method are its folder's name (a hub id with
+    '/' as '--'), seed 0, step 0."""
+    name = str(name_or_path).rstrip("/")
+    label = Path(name).name if Path(name).expanduser().exists() else name.replace("/", "--")
+    label = re.sub(r"[^A-Za-z0-9._=+,()@-]", "_", label) or "model"
+    return CheckpointId(run_id=label, method=label, seed=0, step=0)
+
+
+def prompt_style_for(checkpoint: str | Path | None, default: PromptStyle) -> PromptStyle:
+    """The prompt options a checkpoint is evaluated with: those of the run that trained it (its
+    config.yaml's model section) for a checkpoint inside a fade run, else ``default``. The chat template
+    itself travels in the checkpoint's tokenizer files."""
+    owner = checkpoint_owner(checkpoint) if checkpoint is not None else None
+    model = (read_run_config(owner).get("model") or {}) if owner is not None else None
+    return PromptStyle.from_model_config(model) if model else default
+
+
+def engine_tokenizer(engine: Any) -> Any:
+    """The tokenizer an engine encodes with (None for an engine without one: prompts are then plain)."""
+    return getattr(engine, "tokenizer", None)
 
 
 def _records(problems: pd.DataFrame) -> list[dict[str, Any]]:
@@ -64,12 +100,16 @@ def evaluate(
     engine: Any = None,
     score_batch: Callable[..., list[Any]] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    style: PromptStyle | None = None,
+    prompt_info: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Sample ``n_samples`` completions per problem from ``checkpoint`` and score them.
 
     problems: a problem table (fade_core.data.schema), one benchmark. ``engine`` (an object with the
     RolloutEngine ``generate``) overrides loading the checkpoint; ``score_batch`` overrides
-    :func:`fade_core.verifiers.score_batch`; ``progress(done, total)`` is called after each chunk.
+    :func:`fade_core.verifiers.score_batch`; ``progress(done, total)`` is called after each chunk;
+    ``style``: the prompt options (default: :func:`prompt_style_for` the checkpoint); ``prompt_info``, when
+    given, receives the prompt record (:func:`fade_core.data.prompts.prompt_record`) and the budget.
     Returns the samples frame, ``len(problems) * n_samples`` rows in the store's schema.
     """
     opts = opts or SamplingOptions()
@@ -92,20 +132,26 @@ def evaluate(
         from fade_core import models
         from fade_core.rollout import build_engine
 
-        model, tokenizer = load_verified(models.load, checkpoint, dtype=opts.dtype)
+        model, tokenizer = load_verified(models.load, checkpoint, **{**opts.model_opts, "dtype": opts.dtype})
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
     if score_batch is None:
         from fade_core.verifiers import score_batch
 
     rows_in = _records(problems)
+    style = style or prompt_style_for(checkpoint, opts.prompt_style)
+    rendered = [build_prompt(p, engine_tokenizer(engine), style) for p in rows_in]
+    budget = opts.max_new_tokens or generation_budget(rendered)
+    if prompt_info is not None:
+        prompt_info.update(prompt_record(rows_in, rendered, engine_tokenizer(engine), style), max_new_tokens=budget)
     out: list[dict[str, Any]] = []
     chunk = max(1, int(opts.prompts_per_batch))
     for j, start in enumerate(range(0, len(rows_in), chunk)):
         part = rows_in[start : start + chunk]
+        prompts = rendered[start : start + chunk]
         t0 = time.perf_counter()
         batch = engine.generate(
-            [prompt_text(p) for p in part], n_samples, temperature=opts.temperature, top_p=opts.top_p,
-            max_new_tokens=opts.max_new_tokens, seed=opts.seed * SEED_STRIDE + j,
+            [p.text for p in prompts], n_samples, temperature=opts.temperature, top_p=opts.top_p,
+            max_new_tokens=budget, seed=opts.seed * SEED_STRIDE + j, stop=[p.stop for p in prompts],
         )
         texts = list(batch.texts)
         per_sample_problems = [part[i // n_samples] for i in range(len(texts))]
@@ -125,6 +171,10 @@ def evaluate(
             ))
         if progress is not None:
             progress(min(start + chunk, len(rows_in)), len(rows_in))
+    cut = sum(r["finish_reason"] == "length" for r in out) / max(len(out), 1)
+    if cut > TRUNCATION_WARNING:
+        log.warning("%s step %d on %s: %.0f%% of the completions hit the generation budget of %d tokens and were "
+                    "cut; raise eval.max_new_tokens", ident.run_id, ident.step, benchmarks[0], 100 * cut, budget)
     return pd.DataFrame(out, columns=list(SAMPLE_COLUMNS))
 
 
@@ -158,7 +208,8 @@ def evaluate_checkpoints(
 
     The model is loaded once per checkpoint. ``skip_existing`` keeps parts already in the store whose
     n_samples matches (resume); otherwise an existing part is replaced. ``score_batch`` overrides the
-    verifiers' (as in :func:`evaluate`). Returns the written part paths.
+    verifiers' (as in :func:`evaluate`). Each part's metadata holds the prompt record (templates, chat
+    template, one rendered prompt) and the budget. Returns the written part paths.
     """
     from fade_core import models
     from fade_core.rollout import build_engine
@@ -176,15 +227,18 @@ def evaluate_checkpoints(
             todo.append(bench)
         if not todo:
             continue
-        model, tokenizer = load_verified(models.load, path, dtype=opts.dtype)
+        model, tokenizer = load_verified(models.load, path, **{**opts.model_opts, "dtype": opts.dtype})
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
+        style = prompt_style_for(path, opts.prompt_style)
         for bench in todo:
             label = f"{ident.run_id} step {ident.step} {bench}"
+            info: dict[str, Any] = {}
             df = evaluate(path, problem_tables[bench], n_samples, opts, ident=ident, engine=engine, score_batch=score_batch,
-                          progress=(lambda d, t, label=label: progress(label, d, t)) if progress else None)
+                          progress=(lambda d, t, label=label: progress(label, d, t)) if progress else None,
+                          style=style, prompt_info=info)
             meta = {"checkpoint": str(path), "n_samples": n_samples, "num_problems": int(len(problem_tables[bench])),
                     "sampling": {k: v for k, v in asdict(opts).items()}, "evaluated_at": time.time(),
-                    **dict(metadata or {})}
+                    "prompt": info, **dict(metadata or {})}
             written.append(store.write(df, meta))
         del model, engine
     return written

@@ -7,8 +7,9 @@ parentheses, space, ``-``, ``>``, ``:``, ``=`` and newline, plus ``<pad> <bos> <
 tokenizer is a real ``tokenizers`` object wrapped in :class:`~transformers.PreTrainedTokenizerFast`,
 so the tiny model saves with ``save_pretrained`` (config.json, model.safetensors, tokenizer.json) and
 loads with ``AutoModelForCausalLM`` / ``AutoTokenizer`` -- the same code path that loads a user's
-local Qwen2.5 or CWM checkpoint. Nothing is ever downloaded: a name that is not ``builtin:tiny`` must
-be a local folder.
+Qwen2.5, Llama or own checkpoint. A name that is not ``builtin:tiny`` is a local folder or a hub id; a hub
+id is taken from the local Hugging Face cache, or fetched when the hub is reachable and HF_HUB_OFFLINE is
+unset (:func:`resolve_model_path`); every loading error is one line naming the model.
 
 The output head is untied from the embeddings so that the rank-1 diagnostics of its update
 (:mod:`fade_core.metrics`) measure the head alone.
@@ -16,6 +17,9 @@ The output head is untied from the embeddings so that the rank-1 diagnostics of 
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +34,7 @@ from transformers import (
 from transformers.utils import logging as hf_logging
 
 from fade_core.config import BUILTIN_TINY
+from fade_core.config import HUB_ID_RE as HUB_ID_PATTERN
 
 hf_logging.disable_progress_bar()  # fade draws its own progress; no per-file bars when saving checkpoints
 
@@ -97,37 +102,128 @@ def build_tiny(tiny: Any, *, seed: int = 0) -> tuple[LlamaForCausalLM, PreTraine
     return model.float().eval(), tokenizer
 
 
+HUB_ID_RE = re.compile(HUB_ID_PATTERN)
+HUB_FILES = ["*.json", "*.safetensors", "*.bin", "*.model", "*.txt", "*.jinja", "*.py", "*.tiktoken"]
+"""The files of a hub model fade fetches: config, weights, tokenizer (not e.g. a Llama's original/*.pth copy)."""
+
+
+def hub_offline() -> bool:
+    """Whether HF_HUB_OFFLINE forbids the network (read at call time, not when huggingface_hub was imported)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def resolve_model_path(name_or_path: str | Path) -> Path:
+    """The local folder of a model: the folder itself, or a hub id's snapshot in the Hugging Face cache
+    (fetched when the hub is reachable and HF_HUB_OFFLINE is unset). Raises FileNotFoundError with a
+    one-line message naming the model when there is none."""
+    name = str(name_or_path)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise FileNotFoundError(f"model {name}: no config.json (not a Hugging Face model folder)")
+        return path
+    if name.startswith((".", "/", "~")) or not HUB_ID_RE.match(name):
+        raise FileNotFoundError(f"model {name}: no such folder (and not a hub id such as Qwen/Qwen2.5-7B-Instruct)")
+    from huggingface_hub import snapshot_download
+
+    offline = hub_offline()
+    try:
+        folder = snapshot_download(name, local_files_only=offline, allow_patterns=HUB_FILES)
+    except Exception as e:  # offline, unreachable, unknown repo, gated: say which and stop
+        why = ("HF_HUB_OFFLINE is set and it is not in the local Hugging Face cache" if offline
+               else f"it could not be fetched from the hub nor found in the local cache ({type(e).__name__})")
+        raise FileNotFoundError(f"model {name}: not a local folder, and {why}") from None
+    return Path(folder)
+
+
+def declared_eos_ids(folder: str | Path) -> list[int]:
+    """The EOS ids a model folder declares itself: generation_config.json's, else config.json's (read as
+    written, so a config class's default id does not count)."""
+    for name in ("generation_config.json", "config.json"):
+        p = Path(folder) / name
+        if p.exists():
+            try:
+                eos = json.loads(p.read_text()).get("eos_token_id")
+            except ValueError:
+                continue
+            ids = [eos] if isinstance(eos, int) else [i for i in eos or [] if isinstance(i, int)]
+            if ids:
+                return ids
+    return []
+
+
+def check_tokenizer(tokenizer: Any, eos_ids: list[int], where: str) -> None:
+    """Give the tokenizer a pad token (its EOS) when it has none; raise a one-line ValueError when neither
+    the tokenizer nor the model folder (``eos_ids``: :func:`declared_eos_ids`) names an EOS token, since
+    completions could then never end."""
+    if tokenizer.eos_token_id is None and not eos_ids:
+        raise ValueError(f"model {where}: the tokenizer has no EOS token (set eos_token in tokenizer_config.json), "
+                         "so completions could never end")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token if tokenizer.eos_token is not None else (
+            tokenizer.convert_ids_to_tokens(eos_ids[0]))
+
+
+def load_tokenizer(path: str | Path, *, trust_remote_code: bool = False, chat_template: str = "auto") -> Any:
+    """The tokenizer of a local model folder, checked (:func:`check_tokenizer`), with ``chat_template``
+    ("auto" / "none": the folder's own; else a Jinja file that replaces it) set."""
+    path = Path(path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"model {path}: cannot load its tokenizer ({first})") from None
+    if isinstance(tokenizer, bool) or tokenizer is None:
+        raise ValueError(f"model {path}: no tokenizer files (tokenizer.json / tokenizer_config.json)")
+    check_tokenizer(tokenizer, declared_eos_ids(path), str(path))
+    if chat_template not in ("auto", "none"):
+        tokenizer.chat_template = Path(chat_template).read_text()
+    return tokenizer
+
+
+def load_options(model_cfg: Any) -> dict[str, Any]:
+    """The keyword options of :func:`load` from a config's ``model`` section."""
+    return {
+        "dtype": model_cfg.dtype,
+        "attn_implementation": model_cfg.attn_implementation,
+        "trust_remote_code": model_cfg.trust_remote_code,
+        "chat_template": model_cfg.chat_template,
+    }
+
+
 def load(
     name_or_path: str | Path,
     *,
     tiny: Any = None,
     dtype: str = "float32",
     seed: int = 0,
+    attn_implementation: str = "auto",
+    trust_remote_code: bool = False,
+    chat_template: str = "auto",
 ) -> tuple[torch.nn.Module, Any]:
-    """(model, tokenizer) from ``builtin:tiny`` (fresh weights from ``tiny``) or a local HF folder.
-
-    A folder must hold config.json, the weights (safetensors) and the tokenizer files. The tokenizer
-    gets a pad token (its EOS) when it has none, so batched sampling works for any checkpoint.
-    """
+    """(model, tokenizer) from ``builtin:tiny`` (fresh weights from ``tiny``), a local HF folder or a hub id
+    (:func:`resolve_model_path`). Any causal LM that transformers loads; the tokenizer comes from the same
+    folder and gets a pad token (its EOS) when it has none (:func:`check_tokenizer`). ``attn_implementation``
+    "auto" lets transformers choose; ``chat_template`` a Jinja file replaces the tokenizer's template.
+    Errors are one line naming the model."""
+    if dtype not in DTYPES:
+        raise ValueError(f"model.dtype={dtype!r}; expected one of {sorted(DTYPES)}")
     if str(name_or_path) == BUILTIN_TINY:
         if tiny is None:
             raise ValueError("models.load('builtin:tiny') needs the model.tiny config section (tiny=...)")
         model, tokenizer = build_tiny(tiny, seed=seed)
+        if chat_template not in ("auto", "none"):
+            tokenizer.chat_template = Path(chat_template).read_text()
         return model.to(DTYPES[dtype]), tokenizer
-    path = Path(name_or_path)
-    if not path.is_dir():
-        raise FileNotFoundError(
-            f"model {str(name_or_path)!r} is neither 'builtin:tiny' nor a local folder "
-            "(fade never downloads weights; point model.name_or_path at a local Hugging Face checkpoint)"
-        )
-    if not (path / "config.json").exists():
-        raise FileNotFoundError(f"{path}: no config.json (not a Hugging Face model folder)")
-    if dtype not in DTYPES:
-        raise ValueError(f"model.dtype={dtype!r}; expected one of {sorted(DTYPES)}")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True)
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    path = resolve_model_path(name_or_path)
+    tokenizer = load_tokenizer(path, trust_remote_code=trust_remote_code, chat_template=chat_template)
+    extra: dict[str, Any] = {} if attn_implementation == "auto" else {"attn_implementation": attn_implementation}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=DTYPES[dtype], local_files_only=True,
+                                                     trust_remote_code=trust_remote_code, **extra)
+    except (OSError, ValueError, ImportError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"model {name_or_path}: transformers cannot load it as a causal LM ({first})") from None
     if getattr(model.generation_config, "pad_token_id", None) is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.eval(), tokenizer
@@ -186,3 +282,22 @@ def select_cache_rows(cache: Any, rows: torch.Tensor) -> None:
         cache.batch_select_indices(rows)
         return
     raise TypeError(f"cannot select rows of a KV cache of type {type(cache).__name__}; use a DynamicCache model")
+
+
+# ------------------------------------------------------ activation checkpointing: the transformers-version shim
+def enable_activation_checkpointing(model: torch.nn.Module) -> None:
+    """Recompute activations in the backward pass (model.gradient_checkpointing), non-reentrant;
+    ``activation_checkpointing_enable`` on transformers >= 5.x, ``gradient_checkpointing_enable`` before."""
+    target = getattr(model, "module", model)
+    if hasattr(target, "activation_checkpointing_enable"):
+        target.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        target.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def checkpoints_activations(model: torch.nn.Module) -> bool:
+    """Whether activation (gradient) checkpointing is on for ``model`` (either transformers naming)."""
+    target = getattr(model, "module", model)
+    if hasattr(type(target), "is_activation_checkpointing"):
+        return bool(target.is_activation_checkpointing)
+    return bool(getattr(target, "is_gradient_checkpointing", False))

@@ -5,6 +5,7 @@ Layout of one training run (the pipeline keeps each arm's runs in a folder of th
 
     <run_id>/
         config.yaml             the resolved config that trained it (fade_core.config.save)
+        prompt.json             its prompts: templates, chat template, one rendered prompt (fade_core.data.prompts)
         metrics.jsonl           one JSON object per RL step (the step record, fade_core.train.record)
         metrics.duckdb          the same rows, table ``train_steps`` (written with the JSON line)
         checkpoints/step-N/     the policy in HF format (config.json, model.safetensors, tokenizer files)
@@ -15,13 +16,15 @@ Layout of one training run (the pipeline keeps each arm's runs in a folder of th
 A run id is ``<label>-s<seed>-<hash>``: the label is ``train.label`` or the advantage's label
 (:attr:`fade_core.advantages.Advantage.label`, e.g. ``power(alpha=3)``), the hash the 8-hex
 :meth:`fade_core.config.Config.fingerprint` of the sections that shape the run (naming and bookkeeping
-fields of ``train`` left out). Reruns of one config therefore find their own folder (and resume), and
-two configs never share one. A checkpoint folder outside a run (the warm-started base model
+fields of ``train`` left out) together with the digest of the training problems (:func:`problems_digest`).
+Reruns of one config on one problem set therefore find their own folder (and resume), and two configs,
+or one config on two problem files, never share one. A checkpoint folder outside a run (the warm-started base model
 ``models/base`` or ``models/base/checkpoints/step-N``) is an untrained baseline named after its folder.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -36,6 +39,7 @@ import yaml
 from fade_core.integrity import DamagedFile, verify_manifest, write_manifest
 
 CONFIG_FILE = "config.yaml"
+PROMPT_FILE = "prompt.json"
 METRICS_JSONL = "metrics.jsonl"
 METRICS_DB = "metrics.duckdb"
 METRICS_TABLE = "train_steps"
@@ -56,19 +60,38 @@ def run_label(method: str, params: dict[str, Any], label: str | None = None) -> 
     return label or advantages.build(method, **params).label
 
 
-def run_hash(cfg: Any) -> str:
-    """8-hex fingerprint of the sections that shape a run (``train``'s naming and bookkeeping fields left out)."""
-    return cfg.fingerprint(*RUN_HASH_SECTIONS, exclude={"train": RUN_HASH_IGNORED})
+def problems_digest(problems: Sequence[dict[str, Any]]) -> str:
+    """16 hex of the sha256 of the training problems' content (every column of every row, in order), so
+    two problem files with the same settings never share a run id, whatever their paths."""
+    text = json.dumps(list(problems), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def run_id(cfg: Any) -> str:
-    """``<label>-s<seed>-<8-hex hash>`` of a validated Config (see :func:`run_label`, :func:`run_hash`)."""
-    return f"{run_label(cfg.train.method, cfg.train.params, cfg.train.label)}-s{cfg.train.seed}-{run_hash(cfg)}"
+def run_hash(cfg: Any, problems: str | None = None) -> str:
+    """8-hex fingerprint of the sections that shape a run (``train``'s naming and bookkeeping fields left
+    out) and, when given, the :func:`problems_digest` of the problems it trains on."""
+    base = cfg.fingerprint(*RUN_HASH_SECTIONS, exclude={"train": RUN_HASH_IGNORED})
+    return base if problems is None else hashlib.sha256(f"{base}:{problems}".encode()).hexdigest()[:8]
 
 
-def run_dir(cfg: Any) -> Path:
-    """Where the run of ``cfg`` lives: ``<train.runs_dir>/<run_id>``."""
-    return Path(cfg.train.runs_dir) / run_id(cfg)
+def run_id(cfg: Any, problems: str | None = None) -> str:
+    """``<label>-s<seed>-<8-hex hash>`` of a validated Config and the digest of its training problems (see
+    :func:`run_label`, :func:`run_hash`; the trainer always passes the digest)."""
+    label = run_label(cfg.train.method, cfg.train.params, cfg.train.label)
+    return f"{label}-s{cfg.train.seed}-{run_hash(cfg, problems)}"
+
+
+def run_dir(cfg: Any, problems: str | None = None) -> Path:
+    """Where the run of ``cfg`` (on problems of that digest) lives: ``<train.runs_dir>/<run_id>``."""
+    return Path(cfg.train.runs_dir) / run_id(cfg, problems)
+
+
+def checkpoint_owner(path: str | Path) -> Path | None:
+    """The run folder a checkpoint ``<run>/checkpoints/step-N`` belongs to (None: not inside a run)."""
+    path = Path(path).resolve()
+    if STEP_DIR_RE.match(path.name) and path.parent.name == CHECKPOINTS and is_run_dir(path.parent.parent):
+        return path.parent.parent
+    return None
 
 
 def parse_run_id(name: str) -> tuple[str, int | None]:
@@ -255,11 +278,11 @@ class MetricsLog:
                 if METRICS_TABLE in tables:
                     con.execute(f"DELETE FROM {METRICS_TABLE} WHERE step > ?", [last_step])
 
-    def _sql_type(self, key: str) -> str:
+    def _sql_type(self, key: str, value: Any = None) -> str:
         if key in self.LIST_COLUMNS:
             return "INTEGER[]"
-        if key in self.TEXT_COLUMNS:
-            return "VARCHAR"
+        if key in self.TEXT_COLUMNS or isinstance(value, str | list | dict):
+            return "VARCHAR"  # other lists and objects (the step's example completions) as JSON text
         if key in self.INT_COLUMNS:
             return "BIGINT"
         return "DOUBLE"
@@ -272,16 +295,17 @@ class MetricsLog:
         missing = [k for k in record if k not in self._columns]
         if missing:
             if not self._columns:
-                cols = ", ".join(f'"{k}" {self._sql_type(k)}' for k in record)
+                cols = ", ".join(f'"{k}" {self._sql_type(k, v)}' for k, v in record.items())
                 con.execute(f"CREATE TABLE IF NOT EXISTS {METRICS_TABLE} ({cols})")
                 self._columns = self._existing(con)
             for k in [k for k in record if k not in self._columns]:
-                con.execute(f'ALTER TABLE {METRICS_TABLE} ADD COLUMN "{k}" {self._sql_type(k)}')
+                con.execute(f'ALTER TABLE {METRICS_TABLE} ADD COLUMN "{k}" {self._sql_type(k, record[k])}')
                 self._columns.add(k)
         keys = list(record)
         names = ", ".join(f'"{k}"' for k in keys)
-        con.execute(f"INSERT INTO {METRICS_TABLE} ({names}) VALUES ({', '.join('?' for _ in keys)})",
-                    [_sql_value(record[k]) for k in keys])
+        values = [json.dumps(record[k]) if k not in self.LIST_COLUMNS and isinstance(record[k], list | dict)
+                  else _sql_value(record[k]) for k in keys]
+        con.execute(f"INSERT INTO {METRICS_TABLE} ({names}) VALUES ({', '.join('?' for _ in keys)})", values)
 
     def _connection(self) -> Any:
         if self._con is None:

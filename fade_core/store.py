@@ -43,12 +43,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from fade_core.integrity import DamagedFile
 import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from fade_core.integrity import DamagedFile
 
 # One row per sample. Order and types are the on-disk schema of every part.
 SAMPLE_SCHEMA = pa.schema(

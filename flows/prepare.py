@@ -32,10 +32,10 @@ from tasks import prepare as tasks
 def check_data_config(d: fconfig.DataConfig) -> None:
     """Fail before any work on an unknown benchmark or a source for a benchmark that is not prepared."""
     known = data.benchmarks()
-    unknown = [b for b in d.benchmarks if b not in known]
+    unknown = [b for b in d.benchmarks if not data.is_known(b)]
     if unknown:
         raise fconfig.ConfigError(
-            f"data.benchmarks: unknown benchmark(s) {unknown}; known: {', '.join(known)}"
+            f"data.benchmarks: unknown benchmark(s) {unknown}; known: {', '.join(known)}, math-<name>, code-<name>"
         )
     if len(set(d.benchmarks)) != len(d.benchmarks):
         raise fconfig.ConfigError(f"data.benchmarks: listed twice: {d.benchmarks}")

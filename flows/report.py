@@ -1,7 +1,10 @@
-"""The `report` stage: aggregated results -> reports/<name>/ (index.html, figures, TensorBoard events).
+"""The `report` stage: aggregated results -> reports/<name>/ (index.html, figures, tables).
 
-Reads config sections report (name, title, formats, out_dir, tensorboard, wandb), eval (results_dir) and
-data (out_dir, for the data card). The page embeds the exact resolved params and the data card.
+Reads config sections report (name, title, formats, out_dir, study), eval (results_dir, benchmarks), train
+(runs_dir: the runs' configs say what each arm is), tracking (where the live TensorBoard logs are: linked from the page) and
+data (out_dir: the data card and the problems' prompts). The page embeds the exact resolved params, the data
+card and the provenance of the process that builds it. TensorBoard events are not written here: the
+trainer writes them live (tracking.tensorboard).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import typer
 from prefect import flow
 
 from fade_core import config as fconfig
+from fade_core import plan
 from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import report as tasks
 
@@ -25,7 +29,9 @@ def report(config: fconfig.Config | None = None) -> dict[str, Any]:
     out = tasks.build_report(
         cfg.eval.results_dir, str(out_dir), title=cfg.report.title, params_yaml=cfg.to_yaml(),
         data_card_path=str(Path(cfg.data.out_dir) / "card.md"), formats=list(cfg.report.formats),
-        tensorboard=cfg.report.tensorboard, wandb=cfg.report.wandb,
+        runs_dir=cfg.train.runs_dir,
+        tensorboard_dir=str(plan.tensorboard_root(cfg)) if cfg.tracking.tensorboard else None,
+        problem_paths=plan.problem_paths(cfg),
         study={"runs_dir": cfg.train.runs_dir, "benchmark": cfg.train.benchmark,
                "arms": {k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}}
         if cfg.report.study else None,
@@ -39,7 +45,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_command(params: ParamsOpt = Path("params.yaml"), overrides: SetOpt = None) -> None:
-        """Figures (PNG/SVG), a self-contained index.html and TensorBoard event files of the aggregated results."""
+        """Figures (PNG/SVG) and a self-contained index.html of the aggregated results and the runs' records."""
         cfg = load_config(params, overrides)
         try:
             out = report(cfg)
@@ -48,5 +54,5 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"report: {out['html']}")
         for name, why in out["missing"].items():
             typer.echo(f"figure {name} not drawn: {why}")
-        if out["tensorboard"]:
-            typer.echo(f"tensorboard: tensorboard --logdir {out['tensorboard']}")
+        if cfg.tracking.tensorboard and plan.tensorboard_root(cfg).is_dir():
+            typer.echo(f"training logs: tensorboard --logdir {plan.tensorboard_root(cfg)}")

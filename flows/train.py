@@ -24,7 +24,7 @@ from prefect import flow, get_run_logger, tags
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from fade_core import config as fconfig
-from fade_core import plan
+from fade_core import models, plan
 from fade_core import runs as runs_lib
 from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import train as tasks
@@ -86,9 +86,9 @@ def register(app: typer.Typer) -> None:
         """RL-train the base model with an advantage method; records metrics and checkpoints under runs/<run_id>/."""
         cfg = load_config(params, ([f"train.method={method}"] if method else []) + list(overrides or []))
         try:
-            if arm:
-                plan.run_plans(cfg, [arm])
-            plan.base_model_path(cfg)
+            starts = [p.config for p in plan.run_plans(cfg, [arm])] if arm else [cfg]
+            for base in dict.fromkeys(plan.base_model_path(c) for c in starts):  # there and loadable: one line now
+                models.load_tokenizer(models.resolve_model_path(base), trust_remote_code=cfg.model.trust_remote_code)
         except (ValueError, FileNotFoundError) as e:
             raise fail("train", e) from None
         out = train(cfg, arm=arm, problems_path=problems, progress=progress)

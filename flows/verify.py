@@ -104,17 +104,17 @@ def summary_rows(res: pd.DataFrame) -> list[tuple[str, str, int, int, float, str
 def self_test_report(backend: str = "auto") -> tuple[list[str], bool]:
     """Lines describing each backend's self-test and the one ``backend`` resolves to, and whether a
     backend with every required guarantee was found."""
-    from fade_core.sandbox import SandboxUnavailable, isolation, selftest
+    from fade_core.sandbox import SandboxUnavailable, isolation, pool, selftest
 
     parent = os.environ.get("FADE_SANDBOX_CGROUP") or None
     lines = [f"fade sandbox self-test: uid {os.geteuid()}, Python {os.path.realpath(sys.executable)}, "
              f"prefix {sys.prefix}", f"per-sample cgroups: {selftest.describe()}"]  # fmt: skip
     for b in isolation.PREFERENCE:
-        g = isolation.tested(b, parent)
+        g = pool.tested(b, parent)
         verdict = "passes" if not g.missing() else "REFUSED (no " + ", ".join(g.missing()) + ")"
         lines += ["", f"[{b}] {verdict}", *("  " + ln for ln in g.lines()[1:])]
     try:
-        iso = isolation.resolve(backend, cgroup_parent=parent)
+        iso = pool.resolve(backend, cgroup_parent=parent)
     except SandboxUnavailable as e:
         return [*lines, "", f"in force: NONE: {e}"], False
     g = iso.guarantees

@@ -38,13 +38,23 @@ def evaluate_checkpoint(
     skip_existing: bool = False,
     metadata: dict[str, Any] | None = None,
     group: str | None = None,
+    foreign: bool = False,
 ) -> list[dict[str, Any]]:
-    """Evaluate one checkpoint on every benchmark; return [{run_id, benchmark, step, path, rows, pass_rate}]."""
+    """Evaluate one checkpoint on every benchmark; return [{run_id, benchmark, step, path, rows, pass_rate}].
+    ``foreign``: a model fade did not train (an HF folder or hub id; ``fade evaluate --model``), named by
+    :func:`fade_core.evaluate.model_ident` and loaded from the folder :func:`fade_core.models.resolve_model_path`
+    finds."""
     import pyarrow.parquet as pq
     from rich.progress import Progress
 
     tables = load_problem_tables(problem_paths, split=split, max_problems=max_problems)
-    ident = runs.identify_checkpoint(checkpoint)
+    if foreign:
+        from fade_core.models import resolve_model_path
+
+        ident = ev.model_ident(checkpoint)
+        checkpoint = str(resolve_model_path(checkpoint))
+    else:
+        ident = runs.identify_checkpoint(checkpoint)
     store = ResultsStore(results_dir, group=group)
     with Progress(transient=True) as bar:
         job = bar.add_task(f"evaluate {ident.run_id} step {ident.step}", total=None)

@@ -1,8 +1,12 @@
-"""Prefect task of the `report` stage: aggregated tables -> figures, index.html, TensorBoard (and W&B offline).
-Under a flow it publishes the headline table and FADE's lead as a Prefect markdown artifact."""
+"""Prefect task of the `report` stage: aggregated tables -> figures and index.html (fade_core.report).
+
+Under a flow it adds the Prefect flow runs (this one and the pipeline's) to the report's provenance, with
+how long the pipeline had run when the report was built, and publishes the headline table and FADE's lead
+as a Prefect markdown artifact."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +15,7 @@ from prefect import task
 from fade_core import report as rep
 from fade_core import study as study_lib
 from fade_core.config import Arm
+from fade_core.report import provenance
 
 
 @task(name="build-report")
@@ -22,18 +27,26 @@ def build_report(
     params_yaml: str,
     data_card_path: str | None,
     formats: list[str],
-    tensorboard: bool,
-    wandb: bool,
+    runs_dir: str | None = None,
+    tensorboard_dir: str | None = None,
+    problem_paths: dict[str, str] | None = None,
     study: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write reports/<name>/ (see fade_core.report); return the paths and the figures left out (with why).
 
+    runs_dir: the runs (their configs say what each arm is); tensorboard_dir: the runs' live TensorBoard
+    logs (linked); problem_paths: {benchmark: problem table} for the prompts of the example completions.
     ``study`` ({"runs_dir", "arms": {label: {method, params}}, "benchmark"}) adds the study section: the
     claims of fade_core.study computed from those runs and this results.duckdb, and the sign-axis figure."""
     card = ""
     if data_card_path and Path(data_card_path).exists():
         card = Path(data_card_path).read_text()
-    inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats)
+    links, notes = prefect_links()
+    inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats, runs_dir=runs_dir,
+                              prompts=read_prompts(problem_paths or {}),
+                              provenance=provenance.collect(links=links, notes=notes),
+                              tensorboard_dir=tensorboard_dir if tensorboard_dir and Path(tensorboard_dir).is_dir()
+                              else None)
     claims = []
     if study is not None:
         db = Path(results_dir) / "results.duckdb" if Path(results_dir).is_dir() else Path(results_dir)
@@ -43,35 +56,78 @@ def build_report(
                                                     formats=sorted({"png", *formats}))
         inputs.sections.append(("study", "Study: the FADE paper's claims on these runs",
                                 study_lib.render_claims_html(claims, figs.get("png"))))
-    out = rep.build_report(results_dir, out_dir, inputs, tensorboard=tensorboard, wandb=wandb)
+    out = rep.build_report(results_dir, out_dir, inputs)
     if study is not None:
         out["claims"] = {c.id: c.verdict for c in claims}
-    _publish(results_dir, out)
+    _publish(out)
     return {
         "html": str(out["html"]),
         "figures": {k: {f: str(p) for f, p in v.items()} for k, v in out["figures"].items()},
         "missing": dict(out["missing"]),
         "headline": str(out["headline"]),
-        "tensorboard": str(out["tensorboard"]) if out["tensorboard"] else None,
-        "wandb": str(out["wandb"]) if out["wandb"] else None,
+        "comparisons": str(out["comparisons"]),
         "claims": out.get("claims"),
     }
 
 
-def _publish(results_dir: str, out: dict[str, Any]) -> None:
+def read_prompts(problem_paths: dict[str, str]) -> dict[str, str]:
+    """{problem_id: prompt} of the prepared problem tables that exist."""
+    from fade_core.data.schema import read_table
+
+    prompts: dict[str, str] = {}
+    for path in problem_paths.values():
+        if Path(path).exists():
+            df = read_table(path)
+            prompts.update(zip(df.problem_id.astype(str), df.prompt.astype(str), strict=True))
+    return prompts
+
+
+def prefect_links() -> tuple[list[tuple[str, str]], list[str]]:
+    """(links, notes) of the Prefect flow runs around this task: the report's flow run and, when it is a
+    subflow, the pipeline's (root) flow run, with how long that had run. Empty outside a flow run; a run
+    without a Prefect UI URL is named by its id."""
+    from prefect.runtime import flow_run
+
+    links: list[tuple[str, str]] = []
+    notes: list[str] = []
+    run_id = flow_run.id
+    if not run_id:
+        return links, notes
+    url = flow_run.ui_url
+    links.append((f"Prefect flow run '{flow_run.name}' (report)", url or f"flow run id {run_id}"))
+    root = flow_run.root_flow_run_id
+    if root and str(root) != str(run_id):
+        root_url = url.replace(str(run_id), str(root)) if url else None
+        links.append(("Prefect flow run (the whole pipeline)", root_url or f"flow run id {root}"))
+        started = _flow_run_start(str(root))
+        if started is not None:
+            seconds = (datetime.now(UTC) - started).total_seconds()
+            notes.append(f"The pipeline's flow run had been running {provenance.duration(seconds)} when this report "
+                         "was built (its last stage).")
+    return links, notes
+
+
+def _flow_run_start(flow_run_id: str) -> datetime | None:
+    """Start time of a flow run from the Prefect API (None when the API cannot say)."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True) as client:
+            started = client.read_flow_run(flow_run_id).start_time
+    except Exception:  # provenance is best effort: an unreachable API leaves the note out
+        return None
+    return started.astimezone(UTC) if started is not None else None
+
+
+def _publish(out: dict[str, Any]) -> None:
     from prefect.artifacts import create_markdown_artifact
     from prefect.context import TaskRunContext
 
-    from fade_core.aggregate import open_results
-
     if TaskRunContext.get() is None:
         return
-    with open_results(results_dir) as con:
-        head = rep.headline_table(con)
-        lead = con.execute("SELECT benchmark, method, baseline, steps_earlier, peak_gain FROM fade_lead").df()
-    md = ["## Final pass@k (%), mean ± std over seeds", "", rep.markdown_table(head),
-          "", "## FADE's lead over the best static baseline (mean peak step)", "",
-          rep.markdown_table(lead, empty="(no FADE run or no static baseline)"), "",
+    md = ["## Final pass@k (%) with 95% confidence intervals", "", rep.markdown_table(out["headline_table"]),
+          "", "## FADE's lead over the best static baseline", "",
+          rep.markdown_table(out["lead_table"], empty="(no FADE run or no static baseline)"), "",
           f"Report: `{out['html']}`"]
     if out["missing"]:
         md += ["", "Figures not drawn: " + ", ".join(f"{k} ({v})" for k, v in out["missing"].items())]

@@ -50,7 +50,7 @@ def _launch(cfg: fconfig.Config, problems_path: str | None) -> dict[str, Any]:
         proc = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     if proc.returncode != 0:
         raise RuntimeError(f"distributed training exited with code {proc.returncode}: {' '.join(cmd)}")
-    run_dir = runs.run_dir(cfg)
+    run_dir = runs.run_dir(cfg, runs.problems_digest(load_problems(cfg, problems_path)))
     ckpts = [p for _, p in runs.list_checkpoints(run_dir)]
     return {"run_id": run_dir.name, "run_dir": str(run_dir), "checkpoints": [str(p) for p in ckpts],
             "resumed_from": None, "seconds": None, "last_metrics": {}}

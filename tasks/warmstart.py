@@ -8,6 +8,7 @@ from prefect import task
 
 from fade_core import config as fconfig
 from fade_core import warmstart
+from fade_core.data.prompts import load_template
 
 
 @task(name="warmstart-tiny-model")
@@ -23,7 +24,8 @@ def warmstart_model(config: fconfig.Config, eval_problems: int = 0, eval_samples
     try:
         res = warmstart.run_warmstart(
             cfg.model.tiny, cfg.warmstart, cfg.data, out_dir=cfg.warmstart.out_dir, eval_problems=eval_problems,
-            eval_samples=eval_samples, max_new_tokens=cfg.rollout.max_new_tokens,
+            eval_samples=eval_samples,
+            max_new_tokens=cfg.rollout.max_new_tokens or load_template("countdown").max_new_tokens,
             progress=bar.update if bar else None,
         )
     finally:

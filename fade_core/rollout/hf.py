@@ -8,8 +8,10 @@ sampling that does not depend on how prompts are batched or split across ranks. 
 2. For each new token: scale the last logits by ``1/temperature``, apply top-p (keep the smallest set of
    tokens whose probability reaches ``top_p``, renormalise), draw the token by inverse-CDF with a
    uniform number, record its log-prob and the entropy, then feed the token back with the cache.
-3. A row that sampled EOS is finished: later positions are padding (mask False). Stop when every row
-   is finished or ``max_new_tokens`` is reached.
+3. A row that sampled EOS, or whose text ends with one of its prompt's stop sequences, is finished:
+   later positions are padding (mask False). Stop when every row is finished or ``max_new_tokens`` is
+   reached; completions are then cut exactly at their first stop sequence
+   (:func:`fade_core.rollout.base.apply_stops`).
 
 Determinism: the uniform numbers of prompt ``i`` come from a generator seeded with that prompt's seed
 (``seed`` may be one int, from which per-prompt seeds are derived, or a list with one seed per
@@ -28,7 +30,7 @@ from typing import Any
 import torch
 
 from fade_core.models import cache_kwarg, output_cache, repeat_cache
-from fade_core.rollout.base import RolloutBatch, empty_batch, prompt_seeds
+from fade_core.rollout.base import RolloutBatch, apply_stops, empty_batch, encode_prompts, prompt_seeds
 
 
 def sample_from_logits(
@@ -84,7 +86,7 @@ class HFEngine:
 
     def encode_prompts(self, prompts: list[str]) -> list[list[int]]:
         """Token ids of each prompt as the policy sees them (special tokens such as BOS included)."""
-        return [list(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
+        return encode_prompts(self.tokenizer, prompts)
 
     @torch.no_grad()
     def generate(
@@ -96,6 +98,7 @@ class HFEngine:
         top_p: float = 1.0,
         max_new_tokens: int = 16,
         seed: int | Sequence[int] | None = None,
+        stop: Sequence[Sequence[str]] | None = None,
     ) -> RolloutBatch:
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
@@ -109,9 +112,13 @@ class HFEngine:
         uniforms = torch.cat(
             [torch.rand(n, max_new_tokens, generator=torch.Generator().manual_seed(s)) for s in seeds]
         )  # [N, max_new]
+        if stop is not None and len(stop) != len(prompts):
+            raise ValueError(f"got {len(stop)} stop lists for {len(prompts)} prompts")
+        stops = [tuple(s) for s in stop] if stop is not None else [()] * len(prompts)
         per_chunk = max(1, self.batch_size // n) if self.batch_size > 0 else len(prompt_ids)
         parts = [
-            self._sample(prompt_ids[i : i + per_chunk], n, uniforms[i * n : (i + per_chunk) * n], temperature, top_p, max_new_tokens)
+            self._sample(prompt_ids[i : i + per_chunk], n, uniforms[i * n : (i + per_chunk) * n], temperature, top_p,
+                         max_new_tokens, stops[i : i + per_chunk])
             for i in range(0, len(prompt_ids), per_chunk)
         ]
         width = max(p[0].shape[1] for p in parts)
@@ -126,7 +133,7 @@ class HFEngine:
         texts = self.tokenizer.batch_decode(
             [r[:ln].tolist() for r, ln in zip(ids, lengths.tolist(), strict=True)], skip_special_tokens=True
         )
-        return RolloutBatch(
+        batch = RolloutBatch(
             prompts=list(prompts),
             prompt_token_ids=prompt_ids,
             n=n,
@@ -139,16 +146,20 @@ class HFEngine:
             texts=texts,
             entropies=entropies,
             pad_token_id=self.pad_id,
-            timings={"generate_s": time.perf_counter() - t0},
         )
+        apply_stops(batch, self.tokenizer, stops if any(stops) else None)
+        batch.timings = {"generate_s": time.perf_counter() - t0}
+        return batch
 
     def _sample(
-        self, prompts: list[list[int]], n: int, uniforms: torch.Tensor, temperature: float, top_p: float, max_new: int
+        self, prompts: list[list[int]], n: int, uniforms: torch.Tensor, temperature: float, top_p: float, max_new: int,
+        stops: Sequence[tuple[str, ...]] = (),
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample ``n`` continuations of each prompt; returns ids, mask, logprobs, entropies [len * n, T].
 
         The prompts are prefilled once each (left-padded) and the KV cache is repeated ``n`` times, so
-        the prompt costs one forward row instead of ``n``.
+        the prompt costs one forward row instead of ``n``. ``stops[i]``: stop sequences of prompt i; a
+        row whose recent text contains one stops sampling (the exact cut is made afterwards).
         """
         model = self.model
         device = next(model.parameters()).device
@@ -186,6 +197,8 @@ class HFEngine:
                 logprobs[:, t] = torch.where(alive, lp, 0.0)
                 entropies[:, t] = torch.where(alive, ent, 0.0)
                 alive = alive & ~torch.isin(tok, eos)
+                if any(stops):
+                    alive = alive & ~self._hit_stop(ids[:, : t + 1], alive, stops, n)
                 steps = t + 1
                 if not bool(alive.any()) or t == max_new - 1:
                     break
@@ -201,3 +214,14 @@ class HFEngine:
         finally:
             model.train(was_training)
         return ids[:, :steps].cpu(), mask[:, :steps].cpu(), logprobs[:, :steps].cpu(), entropies[:, :steps].cpu()
+
+    def _hit_stop(self, ids: torch.Tensor, alive: torch.Tensor, stops: Sequence[tuple[str, ...]], n: int) -> torch.Tensor:
+        """[B] bool: alive rows whose last few tokens' text contains a stop sequence of their prompt."""
+        hit = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+        tail = max((len(s) for row in stops for s in row), default=0) + 4  # tokens: each >= 1 character, with slack
+        for r in alive.nonzero().flatten().tolist():
+            row_stops = stops[r // n]
+            if row_stops:
+                text = self.tokenizer.decode(ids[r, -tail:].tolist(), skip_special_tokens=True)
+                hit[r] = any(s in text for s in row_stops)
+        return hit

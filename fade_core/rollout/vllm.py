@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from fade_core.rollout.base import RolloutBatch, empty_batch, prompt_seeds
+from fade_core.rollout.base import RolloutBatch, empty_batch, encode_prompts, prompt_seeds
 
 
 class VLLMEngine:
@@ -119,16 +119,19 @@ class VLLMEngine:
         top_p: float = 1.0,
         max_new_tokens: int = 16,
         seed: int | Sequence[int] | None = None,
+        stop: Sequence[Sequence[str]] | None = None,
     ) -> RolloutBatch:
         t0 = time.perf_counter()
-        prompt_ids = [list(ids) for ids in self.tokenizer(list(prompts), add_special_tokens=True)["input_ids"]]
+        prompt_ids = encode_prompts(self.tokenizer, prompts)
         if not prompts or max_new_tokens <= 0:
             return empty_batch(prompts, prompt_ids, n, self.pad_id)
         seeds = prompt_seeds(seed, len(prompts))
+        stops = [list(s) for s in stop] if stop is not None else [[] for _ in prompts]
+        # vLLM cuts the text before a stop sequence and keeps the token that completed it, as apply_stops does
         params = [
             self.vllm.SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
-                                     seed=s, skip_special_tokens=True)
-            for s in seeds
+                                     seed=s, skip_special_tokens=True, stop=st or None)
+            for s, st in zip(seeds, stops, strict=True)
         ]
         requests = [{"prompt_token_ids": ids} for ids in prompt_ids]
         outputs = self.llm.generate(requests, params, use_tqdm=False)

@@ -10,11 +10,14 @@ Public API::
     sb.guarantees.lines()                                        # what is in force here
     sandbox.use_settings(backend="auto", unsafe=False, cgroup_parent=None)   # config's sandbox section
 
-Layout: :mod:`.isolation` starts workers and says what each backend guarantees, :mod:`.selftest`
-proves it before a backend is used, :mod:`._zygote` is the pre-forked worker inside the isolation,
-:mod:`.cgroups` makes the per-sample cgroups, :mod:`.syscall_filter` is the seccomp filter,
-:mod:`.pool` is the trusted parent (slots, test loops, verdicts), :mod:`.compare` decides outputs,
-:mod:`.plaindata` is the only format that crosses the boundary.
+Layout: :mod:`.isolation` says how workers are started and what each backend guarantees,
+:mod:`.workers` is the trusted parent's end of a worker (its protocol, slots, limits, how a program
+ended), :mod:`.selftest` proves a backend's guarantees with a real worker, :mod:`.pool` is the trusted
+parent (which backend passes its self-test, the slots, test loops and verdicts), :mod:`._zygote` is the
+pre-forked worker inside the isolation, :mod:`.cgroups` makes the per-sample cgroups,
+:mod:`.syscall_filter` is the seccomp filter, :mod:`.compare` decides outputs, :mod:`.plaindata` is
+the only format that crosses the boundary. Imports go one way: pool -> selftest -> workers ->
+isolation.
 
 Design note (issue 13: the sandbox holds against a policy that is trying to cheat)
 ----------------------------------------------------------------------------------
@@ -53,19 +56,17 @@ narrows the surface).
 """
 
 from fade_core.sandbox.compare import JUDGES, compare_stdout, compare_value, judge_from_metadata
-from fade_core.sandbox.isolation import Guarantees, Isolation, SandboxUnavailable, resolve
+from fade_core.sandbox.isolation import Guarantees, Isolation, SandboxUnavailable
 from fade_core.sandbox.pool import (
-    STATUSES,
-    Job,
-    Limits,
     Sandbox,
-    Verdict,
     default_sandbox,
     default_workers,
+    resolve,
     run,
     run_batch,
     use_settings,
 )
+from fade_core.sandbox.workers import STATUSES, Job, Limits, Verdict
 
 __all__ = [
     "JUDGES", "STATUSES", "Guarantees", "Isolation", "Job", "Limits", "Sandbox", "SandboxUnavailable", "Verdict",

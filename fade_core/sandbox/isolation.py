@@ -17,27 +17,21 @@ cgroup, fresh mount/IPC/cgroup namespaces with a fresh /tmp and /dev/shm, an unp
 and the seccomp filter. A root parent runs slot ``k``'s candidate programs as uid ``64000 + 2k`` and
 its check programs as ``64000 + 2k + 1``; a user parent runs them in a user namespace of their own.
 
-:func:`resolve` never falls back silently: it runs :func:`fade_core.sandbox.selftest.self_test` on a
-backend before using it, logs which backend it took and why the stronger ones were refused, and
-refuses (:class:`SandboxUnavailable`) when no backend isolates the file system, the network and
-per-sample state, unless ``unsafe`` is set.
+This module states facts about backends; which one a pool uses is decided by
+:func:`fade_core.sandbox.pool.resolve` from :func:`fade_core.sandbox.selftest.self_test`'s findings
+(:class:`Guarantees`), never silently.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import logging
 import os
 import shutil
 import sys
-import threading
-import warnings
 from dataclasses import dataclass, field
 
 from fade_core.sandbox import cgroups
-
-log = logging.getLogger(__name__)
 
 BACKENDS = ("bwrap", "unshare", "none")
 PREFERENCE = ("bwrap", "unshare")
@@ -274,64 +268,3 @@ def available(backend: str) -> str | None:
 def cgroup_layout(parent: str | None) -> tuple[cgroups.Layout | None, str]:
     """Where per-sample cgroups go for ``parent`` (see :func:`fade_core.sandbox.cgroups.detect`)."""
     return cgroups.detect(parent)
-
-
-_tested: dict[tuple, Guarantees] = {}
-_tested_lock = threading.Lock()
-
-
-def tested(backend: str, cgroup_parent: str | None = None) -> Guarantees:
-    """The self-test's findings for ``backend`` (run once per process and setting)."""
-    key = (backend, cgroup_parent, os.geteuid(), sys.prefix)
-    with _tested_lock:
-        if key not in _tested:
-            from fade_core.sandbox.selftest import self_test
-
-            _tested[key] = self_test(backend, cgroup_parent)
-        return _tested[key]
-
-
-def resolve(backend: str = "auto", *, unsafe: bool = False, cgroup_parent: str | None = None) -> Isolation:
-    """The isolation to use. ``auto`` takes the first of :data:`PREFERENCE` whose self-test shows every
-    :data:`REQUIRED` guarantee, logging the choice and why stronger backends were refused. Without
-    one this raises :class:`SandboxUnavailable` unless ``unsafe`` (or env ``FADE_SANDBOX_UNSAFE=1``)
-    is set, in which case it warns loudly and returns the requested (or the unisolated) backend."""
-    unsafe = unsafe or os.environ.get("FADE_SANDBOX_UNSAFE") == "1"
-    if backend not in ("auto", *BACKENDS):
-        raise ValueError(f"unknown sandbox backend {backend!r}; expected auto or one of {BACKENDS}")
-    layout, cg_why = cgroup_layout(cgroup_parent)
-    reasons: list[str] = []
-    for b in PREFERENCE if backend == "auto" else (backend,):
-        if b == "none":
-            reasons.append("backend 'none' requested")
-            break
-        g = tested(b, cgroup_parent)
-        missing = g.missing()
-        if not missing:
-            msg = f"fade sandbox: using {b}" + (f" ({'; '.join(reasons)})" if reasons else "")
-            (log.warning if reasons else log.info)(msg + ": " + "; ".join(g.lines()[1:]))
-            if layout is None:
-                log.warning("fade sandbox: no per-sample cgroup (%s); memory, task and CPU limits are per process", cg_why)
-            return Isolation(b, layout, g)
-        reasons.append(f"{b} refused: no {', '.join(missing)}" + (f" ({'; '.join(g.failures)})" if g.failures else ""))
-        if unsafe and backend != "auto":
-            _warn(f"using {b} WITHOUT {', '.join(missing)} isolation because unsafe was requested. " + "; ".join(reasons))
-            return Isolation(b, layout, g)
-    if not unsafe:
-        raise SandboxUnavailable(
-            "no sandbox backend isolates the file system, the network and per-sample state here ("
-            + "; ".join(reasons)
-            + "). Install bubblewrap (apt-get install bubblewrap) or enable user namespaces; to run "
-            "untrusted code WITHOUT that isolation anyway set sandbox.unsafe (CLI: --unsafe, env "
-            "FADE_SANDBOX_UNSAFE=1)."
-        )
-    _warn("running untrusted code WITHOUT namespace isolation (no network or filesystem isolation; only "
-          "rlimits, cgroups, seccomp and the uid drop apply). Reasons: " + "; ".join(reasons))  # fmt: skip
-    return Isolation("none", layout, Guarantees("none", failures=tuple(reasons)))
-
-
-def _warn(text: str) -> None:
-    msg = "fade sandbox: " + text
-    warnings.warn(msg, RuntimeWarning, stacklevel=3)
-    log.warning(msg)
-    print("WARNING: " + msg, file=sys.stderr)

@@ -1,10 +1,10 @@
-"""The trusted side of the sandbox: worker slots, the per-program test loop, verdicts.
+"""The trusted side of the sandbox: the pool of worker slots, the per-program test loops, verdicts,
+and which backend it runs on.
 
-A :class:`Sandbox` owns ``workers`` slots. A slot is one candidate worker (a pre-forked, pre-imported
-Python inside the isolation, see :mod:`fade_core.sandbox._zygote`) plus, started on first need, one
-checker worker in a second, separate sandbox for HumanEval check programs. Programs are run one at a
-time per slot; :meth:`Sandbox.run_batch` keeps every slot busy from a thread pool (the parent threads
-only move bytes through pipes and compare outputs).
+A :class:`Sandbox` owns ``workers`` slots (:class:`~fade_core.sandbox.workers.Slot`: a candidate
+worker and, on first need, a checker worker in a second, separate sandbox for HumanEval check
+programs). Programs are run one at a time per slot; :meth:`Sandbox.run_batch` keeps every slot busy
+from a thread pool (the parent threads only move bytes through pipes and compare outputs).
 
 Per program:
 
@@ -22,347 +22,63 @@ Per program:
 
 Whatever the program does (exit 0 early, print "PASSED", return an object with ``__eq__`` always
 True, patch builtins, kill its worker), the pass decision is made here from plain JSON, and an
-unanswered test is a failure.
+unanswered test is a failure. A reply that is late, malformed, or reports a sandbox error
+(:class:`~fade_core.sandbox.workers.WorkerLost`) resets the slot, so no later verdict of the slot can
+be shifted or forged.
 
-Replies from a worker are parsed with bounded size and depth (:func:`plaindata.loads_bounded`); a
-reply that is late, malformed, or reports a sandbox error resets the slot (both of its workers are
-killed and restarted on next use), so no later verdict of the slot can be shifted or forged.
+The backend: :func:`resolve` never falls back silently. It runs
+:func:`fade_core.sandbox.selftest.self_test` on a backend before using it (:func:`tested`: once per
+process and setting), logs which backend it took and why the stronger ones were refused, and refuses
+(:class:`~fade_core.sandbox.isolation.SandboxUnavailable`) when no backend isolates the file system,
+the network and per-sample state, unless ``unsafe`` is set.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
-import select
-import signal
-import socket
-import struct
-import subprocess
-import tempfile
+import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from fade_core.sandbox import compare, plaindata
-from fade_core.sandbox.cgroups import PoolCgroups, WorkerCgroup
-from fade_core.sandbox.isolation import Isolation, payload, resolve
+from fade_core.sandbox.isolation import (
+    BACKENDS,
+    PREFERENCE,
+    Guarantees,
+    Isolation,
+    SandboxUnavailable,
+    cgroup_layout,
+)
+from fade_core.sandbox.selftest import self_test
+from fade_core.sandbox.workers import (
+    Job,
+    Limits,
+    Slot,
+    Slots,
+    Verdict,
+    Worker,
+    WorkerLost,
+    classify,
+    reply_cap,
+    reply_number,
+)
 
-STATUSES = (
-    "passed", "wrong_answer", "runtime_error", "timeout", "memory_limit", "output_limit",
-    "compile_error", "sandbox_error",
-)  # fmt: skip
+log = logging.getLogger(__name__)
+
 KINDS = ("stdio", "call")
 DEBUG_CHARS = 2000
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one sample: a stdio program's run on one test, or a call-style program's
-    whole life (loading and every call). With a per-sample cgroup (see :mod:`.cgroups`) memory, tasks
-    and CPU time are limited for all the sample's processes together; without one they fall back to
-    per-process rlimits, and a memory overrun is then a runtime_error (no kernel evidence of it)."""
-
-    cpu_s: float = 4.0  # CPU seconds of the sample (cgroup CPU time; RLIMIT_CPU per process as well)
-    wall_s: float = 8.0  # wall-clock seconds of the sample; every process of it is killed after it
-    mem_mb: int = 1024  # memory of the sample, tmpfs included (cgroup; else RLIMIT_AS per process)
-    fsize_mb: int = 16  # largest file the program may write (RLIMIT_FSIZE)
-    nproc: int = 64  # tasks (processes and threads) of the sample (pids cgroup; else RLIMIT_NPROC per uid)
-    nofile: int = 64  # open files per process (RLIMIT_NOFILE)
-    stdout_bytes: int = 8 * 1024 * 1024  # captured stdout; more is an output_limit
-    stderr_bytes: int = 64 * 1024  # captured stderr; the rest is dropped
-    result_bytes: int = 16 * 1024 * 1024  # one call's returned value, serialized
-    cpus: float = 1.0  # CPU bandwidth of the sample, in CPUs (cgroup CPU quota)
-    tmp_mb: int = 64  # size of the sample's fresh /tmp (its pages count against mem_mb)
-
-    def to_wire(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Verdict:
-    """The outcome of one program on its tests. ``status`` is one of :data:`STATUSES`."""
-
-    passed: bool
-    status: str
-    tests_passed: int
-    tests_total: int
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-    stdout: str = ""
-    stderr: str = ""
-    detail: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One program for :meth:`Sandbox.run_batch`; fields as in :meth:`Sandbox.run`."""
-
-    code: str
-    tests: Sequence[Mapping[str, Any]]
-    kind: str
-    fn_name: str | None = None
-    prompt: str | None = None
-    judge: str = "lines"
-    float_tol: float = compare.DEFAULT_FLOAT_TOL
-    limits: Limits | None = None
-
-
-class WorkerLost(RuntimeError):
-    """The worker died, hung, broke the protocol or reported a sandbox error: the slot is reset."""
-
-
-def _reply_cap(limits: Limits | None) -> int:
-    """Largest reply a worker may send for requests under ``limits``: captured output and a value,
-    JSON-escaped (at most 6 bytes per byte), plus framing."""
-    lim = limits or Limits()
-    return 6 * (lim.stdout_bytes + lim.stderr_bytes + lim.result_bytes) + (1 << 20)
-
-
-class _Spawner:
-    """Starts worker processes from one long-lived daemon thread.
-
-    bubblewrap's --die-with-parent uses PR_SET_PDEATHSIG, which fires when the *thread* that forked
-    the process ends, not the process. Workers started from a short-lived pool thread would be killed
-    when that thread exits; started from here they live until this process does.
-    """
-
-    def __init__(self) -> None:
-        self._q: queue.Queue = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def _loop(self) -> None:
-        while True:
-            fn, box, done = self._q.get()
-            try:
-                box.append((True, fn()))
-            except BaseException as e:  # noqa: BLE001 - handed back to the caller
-                box.append((False, e))
-            done.set()
-
-    def call(self, fn):
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="fade-sandbox-spawner", daemon=True)
-                self._thread.start()
-        box: list = []
-        done = threading.Event()
-        self._q.put((fn, box, done))
-        done.wait()
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value
-
-
-_spawner = _Spawner()
-
-
-class _Worker:
-    """One worker process and its framed protocol on a private socket (never the worker's stdin or
-    stdout: its descriptors 0 and 1 are /dev/null, 2 a log file)."""
-
-    def __init__(self, iso: Isolation, role: str, slot: int, cgroup: WorkerCgroup | None):
-        self.role = role
-        self.cgroup = cgroup
-        self._log = tempfile.TemporaryFile()
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.fd_sock, theirs_fds = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        cg_fds = cgroup.open() if cgroup is not None else {}
-        try:
-            argv = iso.worker_argv(role, slot, theirs.fileno(), theirs_fds.fileno(), cgroup.spec() if cgroup else "")
-            self.proc = _spawner.call(
-                lambda: subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=self._log,
-                    env=iso.worker_env(),
-                    start_new_session=True,
-                    close_fds=True,
-                    pass_fds=(theirs.fileno(), theirs_fds.fileno(), *cg_fds.values()),
-                )
-            )
-        finally:
-            theirs.close()
-            theirs_fds.close()
-            if cgroup is not None:
-                cgroup.close_fds()
-        self.fd = self.sock.fileno()
-        try:
-            self.send_raw(payload())
-            self.hello = self.recv(time.monotonic() + 60)
-            if self.hello.get("hello") is not True:
-                raise WorkerLost(f"unexpected greeting {self.hello!r:.200}")
-        except WorkerLost as e:
-            self._log.seek(0)
-            err = self._log.read()[-1500:]
-            self.close()
-            raise WorkerLost(f"{role} worker failed to start: {e}; stderr: {err!r}") from None
-
-    def send_raw(self, data: bytes) -> None:
-        try:
-            self.sock.sendall(struct.pack(">I", len(data)) + data)
-        except OSError as e:
-            raise WorkerLost(f"write failed: {e}") from None
-
-    def send(self, obj: Mapping[str, Any]) -> None:
-        self.send_raw(json.dumps(obj, separators=(",", ":")).encode())
-
-    def _read_exact(self, n: int, deadline: float) -> bytes:
-        parts, got = [], 0
-        while got < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WorkerLost("no answer before the deadline")
-            ready, _, _ = select.select([self.fd], [], [], left)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(self.fd, min(n - got, 1 << 20))
-            except OSError as e:
-                raise WorkerLost(f"read failed: {e}") from None
-            if not chunk:
-                raise WorkerLost("worker exited")
-            parts.append(chunk)
-            got += len(chunk)
-        return b"".join(parts)
-
-    def recv(self, deadline: float, cap: int | None = None) -> dict[str, Any]:
-        """The next reply, parsed with bounded size and depth; anything else is :class:`WorkerLost`."""
-        n = struct.unpack(">I", self._read_exact(4, deadline))[0]
-        cap = cap or _reply_cap(None)
-        if n > cap:
-            raise WorkerLost(f"reply of {n} bytes exceeds the cap of {cap}")
-        try:
-            obj = plaindata.loads_bounded(self._read_exact(n, deadline), max_bytes=cap)
-        except ValueError as e:
-            raise WorkerLost(f"malformed reply: {e}") from None
-        if not isinstance(obj, dict):
-            raise WorkerLost("malformed reply: not an object")
-        if "sandbox_error" in obj:
-            raise WorkerLost(f"worker reported: {str(obj['sandbox_error'])[:1000]}")
-        return obj
-
-    def request(self, obj: Mapping[str, Any], timeout: float, cap: int | None = None) -> dict[str, Any]:
-        self.send(obj)
-        return self.recv(time.monotonic() + timeout, cap)
-
-    def send_fds(self, fds: Sequence[int]) -> None:
-        try:
-            socket.send_fds(self.fd_sock, [b"F"], list(fds))
-        except OSError as e:
-            raise WorkerLost(f"descriptor passing failed: {e}") from None
-
-    def stderr_tail(self, n: int = 600) -> str:
-        try:
-            self._log.seek(0)
-            return self._log.read()[-n:].decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for f in (self.sock, self.fd_sock):
-            try:
-                f.close()
-            except OSError:
-                pass
-        self.proc.wait()
-        self._log.close()
-        if self.cgroup is not None:
-            self.cgroup.remove()
-
-
-class _Slot:
-    def __init__(self, iso: Isolation, index: int, cgroups: PoolCgroups | None):
-        self.iso = iso
-        self.index = index
-        self.cgroups = cgroups
-        self.cand: _Worker | None = None
-        self.check: _Worker | None = None
-
-    def _start(self, role: str) -> _Worker:
-        cg = self.cgroups.new_worker() if self.cgroups is not None else None
-        try:
-            return _Worker(self.iso, role, self.index, cg)
-        except BaseException:
-            if cg is not None:
-                cg.remove()
-            raise
-
-    def candidate(self) -> _Worker:
-        if self.cand is None or not self.cand.alive():
-            if self.cand is not None:
-                self.cand.close()
-                self.cand = None
-            self.cand = self._start("candidate")
-        return self.cand
-
-    def checker(self) -> _Worker:
-        if self.check is None or not self.check.alive():
-            if self.check is not None:
-                self.check.close()
-                self.check = None
-            self.check = self._start("checker")
-        return self.check
-
-    def logs(self) -> str:
-        """The tail of each worker's stderr and its exit status (for a lost-worker verdict)."""
-        out = []
-        for w in (self.cand, self.check):
-            if w is not None:
-                out.append(f"{w.role} worker exit={w.proc.poll()} stderr={w.stderr_tail()!r}")
-        return "; ".join(out)
-
-    def reset(self) -> None:
-        for w in (self.cand, self.check):
-            if w is not None:
-                w.close()
-        self.cand = self.check = None
-
-
 def _trim(text: str) -> str:
     return text if len(text) <= DEBUG_CHARS else text[:DEBUG_CHARS] + f"... [{len(text) - DEBUG_CHARS} more chars]"
-
-
-def classify(res: Mapping[str, Any], limits: Limits) -> str | None:
-    """Failure status of one finished program (the worker's exec record), or None if it ended cleanly.
-
-    Every status rests on what the worker saw from outside the program (signals, kills, the cgroup's
-    OOM counter), never on what the program printed: a program that writes "MemoryError" to stderr
-    and exits 1 is a runtime_error."""
-    frames = res.get("frames") or []
-    if any(isinstance(f, dict) and "compile_error" in f for f in frames):
-        return "compile_error"
-    sig = res.get("signal")
-    if res.get("killed") == "output" or sig == signal.SIGXFSZ:
-        return "output_limit"
-    if res.get("oom") is True:
-        return "memory_limit"
-    if res.get("killed") in ("wall", "cpu") or sig == signal.SIGXCPU or (
-        sig == signal.SIGKILL and _number(res.get("cpu")) >= limits.cpu_s - 0.05
-    ):
-        return "timeout"
-    failed = sig is not None or res.get("exit") not in (0, None)
-    return "runtime_error" if failed else None
-
-
-def _number(x: Any) -> float:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0.0
 
 
 def _text(x: Any) -> str:
@@ -395,17 +111,15 @@ class Sandbox:
     """
 
     def __init__(self, workers: int | None = None, *, backend: str | None = None, unsafe: bool = False,
-                 limits: Limits | None = None, cgroup_parent: str | None = None, _isolation: Isolation | None = None):  # fmt: skip
+                 limits: Limits | None = None, cgroup_parent: str | None = None):  # fmt: skip
         cgroup_parent = cgroup_parent or os.environ.get("FADE_SANDBOX_CGROUP") or None
         backend = backend or os.environ.get("FADE_SANDBOX_BACKEND") or "auto"
-        self.isolation = _isolation or resolve(backend, unsafe=unsafe, cgroup_parent=cgroup_parent)
+        self.isolation = resolve(backend, unsafe=unsafe, cgroup_parent=cgroup_parent)
         self.workers = max(1, workers or default_workers())
         self.limits = limits or Limits()
-        layout = self.isolation.layout
-        # a candidate and a checker worker per slot, each weighing as one process would outside cgroups
-        self._cgroups = PoolCgroups(layout, cpu_weight=2 * self.workers) if layout is not None else None
-        self._slots: queue.Queue[_Slot] = queue.Queue()
-        self._all = [_Slot(self.isolation, i, self._cgroups) for i in range(self.workers)]
+        self._slot_set = Slots(self.isolation, self.workers)
+        self._all = self._slot_set.all
+        self._slots: queue.Queue[Slot] = queue.Queue()
         for s in self._all:
             self._slots.put(s)
         self._closed = False
@@ -427,10 +141,7 @@ class Sandbox:
             if self._closed:
                 return
             self._closed = True
-        for s in self._all:
-            s.reset()
-        if self._cgroups is not None:
-            self._cgroups.close()
+        self._slot_set.close()
 
     # ---------------------------------------------------------------------------------------- API
     def run(
@@ -520,16 +231,16 @@ class Sandbox:
         """How long the parent waits for a reply: the program's wall limit and time to clean up."""
         return lim.wall_s + 10.0
 
-    def _run_stdio(self, slot: _Slot, code: str, tests: list, judge: str, tol: float, lim: Limits) -> Verdict:
+    def _run_stdio(self, slot: Slot, code: str, tests: list, judge: str, tol: float, lim: Limits) -> Verdict:
         wall = cpu = 0.0
         last: dict[str, Any] = {}
-        cap = _reply_cap(lim)
+        cap = reply_cap(lim)
         for i, t in enumerate(tests):
             stdin = t["input"] if isinstance(t["input"], str) else json.dumps(t["input"])
             w = slot.candidate()
             res = w.request({"op": "stdio", "code": code, "stdin": stdin, "limits": lim.to_wire()}, self._budget(lim), cap)
-            wall += _number(res["wall"])
-            cpu += _number(res["cpu"])
+            wall += reply_number(res["wall"])
+            cpu += reply_number(res["cpu"])
             last = res
             status = classify(res, lim)
             if status is None:
@@ -543,10 +254,10 @@ class Sandbox:
         return Verdict(True, "passed", len(tests), len(tests), wall, cpu, _trim(_text(last.get("stdout"))),
                        _trim(_text(last.get("stderr"))), "ok")  # fmt: skip
 
-    def _serve(self, w: _Worker, code: str, fn_name: str, lim: Limits, module_name: str) -> Verdict | None:
+    def _serve(self, w: Worker, code: str, fn_name: str, lim: Limits, module_name: str) -> Verdict | None:
         res = w.request(
             {"op": "serve", "code": code, "fn_name": fn_name, "limits": lim.to_wire(), "module_name": module_name},
-            self._budget(lim), _reply_cap(lim),
+            self._budget(lim), reply_cap(lim),
         )  # fmt: skip
         if res.get("ready") is True:
             return None
@@ -556,12 +267,12 @@ class Sandbox:
         msg = frame.get("error") or frame.get("compile_error") or next(
             (f.get("compile_error") for f in ex.get("frames", []) if "compile_error" in f), ""
         )
-        return Verdict(False, status, 0, 0, _number(ex.get("wall")), _number(ex.get("cpu")), _trim(_text(ex.get("stdout"))),
+        return Verdict(False, status, 0, 0, reply_number(ex.get("wall")), reply_number(ex.get("cpu")), _trim(_text(ex.get("stdout"))),
                        _trim(_text(ex.get("stderr"))), f"program did not load: {status}: {msg}"[:DEBUG_CHARS])  # fmt: skip
 
-    def _run_call(self, slot: _Slot, code: str, tests: list, fn_name: str, tol: float, lim: Limits) -> Verdict:
+    def _run_call(self, slot: Slot, code: str, tests: list, fn_name: str, tol: float, lim: Limits) -> Verdict:
         w = slot.candidate()
-        cap = _reply_cap(lim)
+        cap = reply_cap(lim)
         failed = self._serve(w, code, fn_name, lim, "__fade_solution__")
         if failed is not None:
             return replace(failed, tests_total=len(tests))
@@ -572,7 +283,7 @@ class Sandbox:
             if not isinstance(args, list):
                 args = [args]
             reply = w.request({"op": "call", "args": plaindata.encode(args)}, self._budget(lim), cap)
-            wall += _number(reply.get("wall"))
+            wall += reply_number(reply.get("wall"))
             if reply.get("ok") is not True:
                 ex = reply.get("exec") or {}
                 status = classify(ex, lim) if reply.get("dead") else None
@@ -597,13 +308,13 @@ class Sandbox:
             else:
                 verdict = Verdict(True, "passed", len(tests), len(tests), detail="ok")
         verdict.wall_s = round(wall, 6)
-        verdict.cpu_s = _number(end.get("cpu"))
+        verdict.cpu_s = reply_number(end.get("cpu"))
         verdict.stdout, verdict.stderr = _trim(_text(end.get("stdout"))), _trim(_text(end.get("stderr")))
         return verdict
 
-    def _run_humaneval(self, slot: _Slot, code: str, tests: list, fn_name: str, prompt: str, lim: Limits) -> Verdict:
+    def _run_humaneval(self, slot: Slot, code: str, tests: list, fn_name: str, prompt: str, lim: Limits) -> Verdict:
         cand, chk = slot.candidate(), slot.checker()
-        cap = _reply_cap(lim)
+        cap = reply_cap(lim)
         t0 = time.monotonic()
         passed, cpu = 0, 0.0
         end: dict[str, Any] = {}
@@ -626,7 +337,7 @@ class Sandbox:
                 end = cand.request({"op": "end"}, self._budget(lim), cap).get("exec") or {}
             else:
                 end = ready.get("exec") or {}
-            cpu += _number(end.get("cpu"))
+            cpu += reply_number(end.get("cpu"))
             result = msg.get("result") or {}
             cand_status = classify(end, lim)
             if ready.get("ready") is True and result.get("passed") is True and cand_status not in ("timeout", "memory_limit", "output_limit"):
@@ -660,6 +371,67 @@ def _as_completed(futures: Mapping[Any, int]):
     from concurrent.futures import as_completed
 
     return as_completed(futures)
+
+
+# ---------------------------------------------------------------------------------- the backend
+_tested: dict[tuple, Guarantees] = {}
+_tested_lock = threading.Lock()
+
+
+def tested(backend: str, cgroup_parent: str | None = None) -> Guarantees:
+    """The self-test's findings for ``backend`` (run once per process and setting)."""
+    key = (backend, cgroup_parent, os.geteuid(), sys.prefix)
+    with _tested_lock:
+        if key not in _tested:
+            _tested[key] = self_test(backend, cgroup_parent)
+        return _tested[key]
+
+
+def resolve(backend: str = "auto", *, unsafe: bool = False, cgroup_parent: str | None = None) -> Isolation:
+    """The isolation to use. ``auto`` takes the first of :data:`~fade_core.sandbox.isolation.PREFERENCE`
+    whose self-test shows every :data:`~fade_core.sandbox.isolation.REQUIRED` guarantee, logging the
+    choice and why stronger backends were refused. Without one this raises
+    :class:`~fade_core.sandbox.isolation.SandboxUnavailable` unless ``unsafe`` (or env ``FADE_SANDBOX_UNSAFE=1``)
+    is set, in which case it warns loudly and returns the requested (or the unisolated) backend."""
+    unsafe = unsafe or os.environ.get("FADE_SANDBOX_UNSAFE") == "1"
+    if backend not in ("auto", *BACKENDS):
+        raise ValueError(f"unknown sandbox backend {backend!r}; expected auto or one of {BACKENDS}")
+    layout, cg_why = cgroup_layout(cgroup_parent)
+    reasons: list[str] = []
+    for b in PREFERENCE if backend == "auto" else (backend,):
+        if b == "none":
+            reasons.append("backend 'none' requested")
+            break
+        g = tested(b, cgroup_parent)
+        missing = g.missing()
+        if not missing:
+            msg = f"fade sandbox: using {b}" + (f" ({'; '.join(reasons)})" if reasons else "")
+            (log.warning if reasons else log.info)(msg + ": " + "; ".join(g.lines()[1:]))
+            if layout is None:
+                log.warning("fade sandbox: no per-sample cgroup (%s); memory, task and CPU limits are per process", cg_why)
+            return Isolation(b, layout, g)
+        reasons.append(f"{b} refused: no {', '.join(missing)}" + (f" ({'; '.join(g.failures)})" if g.failures else ""))
+        if unsafe and backend != "auto":
+            _warn(f"using {b} WITHOUT {', '.join(missing)} isolation because unsafe was requested. " + "; ".join(reasons))
+            return Isolation(b, layout, g)
+    if not unsafe:
+        raise SandboxUnavailable(
+            "no sandbox backend isolates the file system, the network and per-sample state here ("
+            + "; ".join(reasons)
+            + "). Install bubblewrap (apt-get install bubblewrap) or enable user namespaces; to run "
+            "untrusted code WITHOUT that isolation anyway set sandbox.unsafe (CLI: --unsafe, env "
+            "FADE_SANDBOX_UNSAFE=1)."
+        )
+    _warn("running untrusted code WITHOUT namespace isolation (no network or filesystem isolation; only "
+          "rlimits, cgroups, seccomp and the uid drop apply). Reasons: " + "; ".join(reasons))  # fmt: skip
+    return Isolation("none", layout, Guarantees("none", failures=tuple(reasons)))
+
+
+def _warn(text: str) -> None:
+    msg = "fade sandbox: " + text
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
+    log.warning(msg)
+    print("WARNING: " + msg, file=sys.stderr)
 
 
 # ------------------------------------------------------------------------------ module-level API
@@ -705,6 +477,14 @@ def default_sandbox(workers: int | None = None, *, unsafe: bool = False, backend
         return _default
 
 
+def close_default() -> None:
+    """Close the process-wide sandbox of :func:`default_sandbox`, if any (the next call makes a new one)."""
+    with _default_lock:
+        box = _default
+    if box is not None:
+        box.close()
+
+
 def run(
     code: str,
     tests: Sequence[Mapping[str, Any]],
@@ -730,6 +510,6 @@ def run_batch(jobs: Iterable[Job | Mapping[str, Any]], *, workers: int | None = 
 
 
 __all__ = [
-    "Job", "Limits", "Sandbox", "Verdict", "STATUSES", "classify", "default_sandbox", "default_workers", "run",
-    "run_batch", "use_settings",
+    "Sandbox", "close_default", "default_sandbox", "default_workers", "resolve", "run", "run_batch", "tested",
+    "use_settings",
 ]  # fmt: skip

@@ -1,7 +1,8 @@
-"""The self-test a backend must pass before :func:`~fade_core.sandbox.isolation.resolve` uses it.
+"""The self-test a backend must pass before :func:`~fade_core.sandbox.pool.resolve` uses it.
 
-It starts a real worker of the backend (with this process's cgroup layout) and runs probe programs in
-it, exactly as candidate programs run, then states what was observed as
+It starts a real worker of the backend (with this process's cgroup layout, through
+:mod:`fade_core.sandbox.workers`, as the pool does) and runs probe programs in it, exactly as
+candidate programs run, then states what was observed as
 :class:`~fade_core.sandbox.isolation.Guarantees`:
 
 - filesystem: a file this process just created on the host is invisible, and ``/``, ``/usr`` and
@@ -16,7 +17,7 @@ it, exactly as candidate programs run, then states what was observed as
 - per-sample limits: a program over its memory cgroup is killed by the kernel (``memory_limit``), a
   program cannot exceed its task count, and CPU time is accounted for the cgroup.
 
-About a second per backend, once per process (:func:`~fade_core.sandbox.isolation.tested` caches it).
+About a second per backend, once per process (:func:`~fade_core.sandbox.pool.tested` caches it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import tempfile
 
 from fade_core.sandbox import syscall_filter
 from fade_core.sandbox.isolation import Guarantees, Isolation, available, cgroup_layout
+from fade_core.sandbox.workers import Limits, Slot, Slots, WorkerLost, classify
 
 PROBE_IMPORTS = ("base64", "csv", "pickle", "subprocess", "json", "decimal", "sqlite3")
 
@@ -97,8 +99,6 @@ def _imports() -> list[str]:
 
 def self_test(backend: str, cgroup_parent: str | None = None) -> Guarantees:
     """Start a worker of ``backend`` and observe what it enforces (see the module docstring)."""
-    from fade_core.sandbox.pool import Limits, Sandbox, WorkerLost
-
     why = available(backend)
     if why is not None:
         return Guarantees(backend, failures=(why,))
@@ -110,12 +110,11 @@ def self_test(backend: str, cgroup_parent: str | None = None) -> Guarantees:
                  f"IMPORTS = {_imports()!r}\n" + PROBE)  # fmt: skip
         lim = Limits(cpu_s=5, wall_s=20, mem_mb=256, nproc=16)
         try:
-            with Sandbox(1, limits=lim, _isolation=iso) as sb:
-                slot = sb._all[0]
+            with Slots(iso, 1) as slots:
+                slot = slots.all[0]
                 first = _run(slot, probe, lim)
                 second = _run(slot, probe, lim)
-                mem = sb.run(MEMORY_HOG, [{"input": "", "output": str(96 << 20)}], kind="stdio",
-                             limits=Limits(cpu_s=5, wall_s=20, mem_mb=48))  # fmt: skip
+                mem = _status(slot, MEMORY_HOG, Limits(cpu_s=5, wall_s=20, mem_mb=48))
                 tasks = _run(slot, TASK_HOG, Limits(cpu_s=5, wall_s=20, mem_mb=256, nproc=6))
                 hello = slot.cand.hello if slot.cand is not None else {}
         except WorkerLost as e:
@@ -136,11 +135,11 @@ def self_test(backend: str, cgroup_parent: str | None = None) -> Guarantees:
             failures.append(name)
     failures += [f"import {m}" for m in obs["imports_failed"]]
     cg = layout is not None and hello.get("cgroup") is not None
-    memory = cg and mem.status == "memory_limit"
+    memory = cg and mem == "memory_limit"
     task_count = tasks.get("stdout", "").strip()
     tasks_ok = cg and task_count.isdigit() and int(task_count) < 6
     if cg and not memory:
-        failures.append(f"memory cgroup did not stop a 96 MiB program at 48 MiB ({mem.status})")
+        failures.append(f"memory cgroup did not stop a 96 MiB program at 48 MiB ({mem})")
     if cg and not tasks_ok:
         failures.append(f"pids cgroup let a program start {task_count!r} of 12 processes at 6 tasks")
     if obs["cgroup_lines"] and any(p != "/" for p in obs["cgroup_lines"]):
@@ -156,8 +155,20 @@ def self_test(backend: str, cgroup_parent: str | None = None) -> Guarantees:
     )  # fmt: skip
 
 
-def _run(slot, code: str, lim) -> dict:
+def _run(slot: Slot, code: str, lim: Limits) -> dict:
+    """The worker's exec record of one stdio run of ``code`` (empty stdin); WorkerLost propagates."""
     return slot.candidate().request({"op": "stdio", "code": code, "stdin": "", "limits": lim.to_wire()}, lim.wall_s + 10)
+
+
+def _status(slot: Slot, code: str, lim: Limits) -> str:
+    """How one stdio run of ``code`` ended, as the pool would classify it: a failure status, or
+    "ran to the end". A lost worker is a sandbox_error and resets the slot, as in the pool."""
+    try:
+        res = _run(slot, code, lim)
+    except WorkerLost:
+        slot.reset()
+        return "sandbox_error"
+    return classify(res, lim) or "ran to the end"
 
 
 def _parse(res: dict, failures: list[str]) -> dict | None:

@@ -68,6 +68,20 @@ def save_checkpoint(final: Path, state: dict[str, Any], *, model: torch.nn.Modul
     return final
 
 
+def tied_to_loaded(model: torch.nn.Module, loaded: dict[str, torch.Tensor]) -> set[str]:
+    """Names of ``model``'s parameters that share their tensor with a parameter named in ``loaded``: tied
+    weights (e.g. ``lm_head.weight`` of a ``tie_word_embeddings`` model), which ``save_pretrained`` writes
+    once, under the name it keeps, so a checkpoint restores them through that one."""
+    names_by_tensor: dict[int, list[str]] = {}
+    for name, param in model.named_parameters(remove_duplicate=False):
+        names_by_tensor.setdefault(id(param), []).append(name)
+    tied: set[str] = set()
+    for names in names_by_tensor.values():
+        if len(names) > 1 and any(n in loaded for n in names):
+            tied.update(n for n in names if n not in loaded)
+    return tied
+
+
 def load_checkpoint(folder: Path, *, model: torch.nn.Module, backend: UpdateBackend, dist: Dist) -> dict[str, Any]:
     """Restore the weights, the optimizer and the RNG states from ``folder``; return the trainer state
     (step, sampler, advantage, kl_coef, base_validity, head_w0, ...) for the caller to restore. Every file is
@@ -86,8 +100,11 @@ def load_checkpoint(folder: Path, *, model: torch.nn.Module, backend: UpdateBack
                 model.load_state_dict(weights, strict=False)
     else:
         missing, unexpected = model.load_state_dict(weights, strict=False)
-        if unexpected or [m for m in missing if "rotary" not in m]:
-            raise ValueError(f"{folder}: checkpoint weights do not match the model (missing {missing}, unexpected {unexpected})")
+        tied = tied_to_loaded(model, weights)
+        really_missing = [m for m in missing if "rotary" not in m and m not in tied]
+        if unexpected or really_missing:
+            raise ValueError(f"{folder}: checkpoint weights do not match the model "
+                             f"(missing {really_missing}, unexpected {unexpected})")
     backend.load(folder, state)
     set_rng_state(state["rng"])
     return state

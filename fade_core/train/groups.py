@@ -8,7 +8,7 @@ batch's rewards and statistics ([P, G] each, in global group order) next to its 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import torch
 
 from fade_core.rollout import RolloutBatch
 from fade_core.train.distributed import Dist
+from fade_core.train.rewards import VERDICT_INDEX
 
 
 def local_share(num_groups: int, dist: Dist) -> list[int]:
@@ -43,6 +44,8 @@ class Groups:
     batch: RolloutBatch | None
     gen_seconds: float = 0.0
     score_seconds: float = 0.0
+    verdicts: torch.Tensor | None = None  # [P, G] long: index into fade_core.train.rewards.VERDICTS
+    examples: list[dict[str, Any]] = field(default_factory=list)  # a few of this rank's rollouts (rewards.pick_examples)
 
     def select(self, positions: Sequence[int]) -> Groups:
         """The sub-batch of these global positions (keeps each rank's local share consistent)."""
@@ -58,6 +61,7 @@ class Groups:
             truncated=self.truncated[index],
             local=[pos.index(p) for p in keep_local], batch=batch,
             gen_seconds=self.gen_seconds, score_seconds=self.score_seconds,
+            verdicts=self.verdicts[index] if self.verdicts is not None else None, examples=list(self.examples),
         )
 
 
@@ -93,6 +97,8 @@ def concat_groups(parts: Sequence[Groups]) -> Groups:
         local=[o + i for p, o in zip(parts, offsets, strict=True) for i in p.local],
         batch=cat_batches(batches) if batches else parts[0].batch,
         gen_seconds=sum(p.gen_seconds for p in parts), score_seconds=sum(p.score_seconds for p in parts),
+        verdicts=torch.cat([p.verdicts for p in parts]) if all(p.verdicts is not None for p in parts) else None,
+        examples=[e for p in parts for e in p.examples],
     )
 
 
@@ -127,8 +133,9 @@ def gather_groups(
     *, gen_seconds: float, score_seconds: float,
 ) -> Groups:
     """The :class:`Groups` of ``problems`` from this rank's ``batch`` (its ``local`` groups, G rollouts each)
-    and their verdicts ``scores`` (objects with ``reward`` and ``passed``), all-gathered over ranks. Timings
-    are the slowest rank's."""
+    and their verdicts ``scores`` (objects with ``reward``, ``passed`` and a ``verdict`` name of
+    fade_core.train.rewards.VERDICTS; "other" when they have none), all-gathered over ranks. Timings are the
+    slowest rank's."""
     g = batch.n
     n_local = len(local)
     rewards = torch.tensor([s.reward for s in scores], dtype=torch.float64).reshape(n_local, g)
@@ -141,12 +148,16 @@ def gather_groups(
     else:  # -log p of the sampled token is an unbiased per-token estimate of the entropy
         ent_sum = (-lp_sum).reshape(n_local, g)
     truncated = torch.tensor([f == "length" for f in batch.finish_reasons], dtype=torch.bool).reshape(n_local, g)
-    payload = (local, rewards, passed, lengths, mean_lp, ent_sum, truncated, gen_seconds, score_seconds)
+    other = VERDICT_INDEX["other"]
+    verdicts = torch.tensor([VERDICT_INDEX.get(getattr(s, "verdict", "other"), other) for s in scores],
+                            dtype=torch.long).reshape(n_local, g)
+    payload = (local, rewards, passed, lengths, mean_lp, ent_sum, truncated, verdicts, gen_seconds, score_seconds)
     gathered = dist.gather(payload)
     p = len(problems)
     out = {k: torch.zeros((p, g), dtype=dt) for k, dt in (
         ("rewards", torch.float64), ("passed", torch.bool), ("lengths", torch.long),
-        ("mean_logprob", torch.float64), ("entropy_sum", torch.float64), ("truncated", torch.bool))}
+        ("mean_logprob", torch.float64), ("entropy_sum", torch.float64), ("truncated", torch.bool),
+        ("verdicts", torch.long))}
     for loc, *tensors, _, _ in gathered:
         index = torch.tensor(loc, dtype=torch.long)
         for key, t in zip(out, tensors, strict=True):

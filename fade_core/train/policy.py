@@ -3,7 +3,9 @@
 Shared-prefix forward: the G rollouts of a prompt share it, so :func:`completion_logprobs` runs the prompt
 once, with gradient, repeats its KV cache over the group's rows and runs only the completion tokens. The
 result is the same log-probs as a full forward over prompt+completion (up to float round-off) for ~1/G of
-the prompt's cost; gradients flow back through the repeated cache into the prompt's activations.
+the prompt's cost; gradients flow back through the repeated cache into the prompt's activations. Under
+gradient checkpointing (``model.gradient_checkpointing``), which switches the layers' cache off, each row
+runs prompt + completion in one forward instead (same log-probs, the prompt computed once per row).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
-from fade_core.models import cache_kwarg, output_cache, select_cache_rows
+from fade_core.models import cache_kwarg, checkpoints_activations, output_cache, select_cache_rows
 from fade_core.rollout import RolloutBatch
 
 
@@ -44,6 +46,11 @@ def completion_logprobs(
         attn[i, plen - len(r) :] = 1
     ids, attn, row_local = ids.to(device), attn.to(device), row_local.to(device)
     positions = (attn.cumsum(-1) - 1).clamp(min=0)
+    if width > 1 and recomputes_activations(model):
+        logits = _full_forward_logits(model, ids[row_local], attn[row_local], positions[row_local], completion_ids)
+        logp_all = torch.log_softmax(logits.float() / temperature, dim=-1)
+        logprobs = logp_all.gather(-1, completion_ids.to(device).unsqueeze(-1)).squeeze(-1)
+        return logprobs, (-(logp_all.exp() * logp_all).sum(-1) if with_entropy else None)
     out = model(input_ids=ids, attention_mask=attn, position_ids=positions, use_cache=width > 1)
     first = out.logits[:, -1][row_local]  # [B, V]: predicts completion token 0
     if width > 1:
@@ -62,6 +69,26 @@ def completion_logprobs(
     logprobs = logp_all.gather(-1, completion_ids.to(device).unsqueeze(-1)).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1) if with_entropy else None
     return logprobs, entropy
+
+
+def recomputes_activations(model: torch.nn.Module) -> bool:
+    """Whether this forward runs under gradient checkpointing (model.gradient_checkpointing), which turns the
+    KV cache off inside the layers, so the shared-prefix forward cannot be used."""
+    return bool(model.training and torch.is_grad_enabled() and checkpoints_activations(model))
+
+
+def _full_forward_logits(model: torch.nn.Module, prompt_ids: torch.Tensor, prompt_attn: torch.Tensor,
+                         prompt_pos: torch.Tensor, completion_ids: torch.Tensor) -> torch.Tensor:
+    """Logits [B, T, V] predicting each completion token, from one forward over every row's prompt
+    (left-padded, [B, L]) followed by its completion: the shared-prefix result without a KV cache."""
+    device = prompt_ids.device
+    width = completion_ids.shape[1]
+    comp = completion_ids[:, :-1].to(device)
+    pos = prompt_pos[:, -1:] + 1 + torch.arange(width - 1, device=device)
+    out = model(input_ids=torch.cat([prompt_ids, comp], dim=1),
+                attention_mask=torch.cat([prompt_attn, torch.ones_like(comp)], dim=1),
+                position_ids=torch.cat([prompt_pos, pos], dim=1), use_cache=False)
+    return out.logits[:, prompt_ids.shape[1] - 1 :]
 
 
 @torch.no_grad()

@@ -11,17 +11,26 @@ informative group) still writes a full row. Keys, in order::
     m_s m_f mass_ratio cov_adv_logprob                  gradient masses and Cov(A, log pi) of the trained batch
     adv_mean adv_abs_mean kept_frac entropy             its advantages over kept rollouts; mean token entropy
     alpha delta                                         Advantage.state_record() (NaN for a method without them)
-    len_mean len_max len_min truncated_frac             completion lengths of the first round
+    len_mean len_max len_min truncated_frac             completion lengths of the first round; truncated_frac:
+                                                        the share that hit the generation budget
+    max_new_tokens                                      the generation budget (rollout.max_new_tokens or the
+                                                        benchmark template's)
+    verdict/<name>                                      rollouts of the first round per verdict, for every name
+                                                        of fade_core.train.rewards.VERDICTS (passed,
+                                                        wrong_answer, compile_error, runtime_error, timeout,
+                                                        resource_limit, no_code, no_answer, other)
     groups_used sampling_rounds kl_coef eps_low eps_high
     <the rest of Advantage.state_record()>              (FADE: p_hat h_hat h_target)
     <losses.LossStats means> grad_norm grad_norm_max loss optimizer_steps
     [resample_groups resample_reward_mean resample_loss] a second update (Advantage.resample_groups)
     rank1_frac eff_rank rank1_frac_step eff_rank_step   the output head's update (NaN between rank1_every steps)
+    examples                                            a few rollouts of the first round (rank 0's share):
+                                                        [{problem_id, prompt, completion, reward, verdict}]
+                                                        (rewards.pick_examples; JSON text in metrics.duckdb)
     time_rollout time_scoring time_update time_step tokens_per_s time_log
 
-Readers use these names as they are (fade_core.report, fade_core.study). A new per-step quantity (e.g.
-verdict counts by status, or example completions) is one more part here; a new sink (e.g. live
-TensorBoard) is one more :class:`StepLogger`.
+Readers use these names as they are (fade_core.report, fade_core.study). A new per-step quantity is one
+more part here; a new sink is one more :class:`StepLogger` (the live trackers: fade_core.train.loggers).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import torch
 from fade_core import decomposition
 from fade_core.advantages import zero_variance_groups
 from fade_core.train.groups import Groups
+from fade_core.train.rewards import VERDICTS, verdict_counts
 
 TIMING_KEYS = ("time_rollout", "time_scoring", "time_update", "time_step", "time_log", "tokens_per_s")
 RANK1_KEYS = ("rank1_frac", "eff_rank", "rank1_frac_step", "eff_rank_step")
@@ -57,7 +67,7 @@ def step_record(
     *, run_id: str, method: str, seed: int, step: int, lr: float, group_size: int,
     first: Groups, groups: Groups, rounds: int, advantages: torch.Tensor, keep: torch.Tensor,
     update: dict[str, Any], resample: dict[str, Any], state: dict[str, float],
-    kl_coef: float, eps_low: float, eps_high: float,
+    kl_coef: float, eps_low: float, eps_high: float, max_new_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The record of one step (see the module docstring), timings and rank-1 values not yet filled in.
 
@@ -98,6 +108,8 @@ def step_record(
         "len_max": _stat(first.lengths, torch.max),
         "len_min": _stat(first.lengths, torch.min),
         "truncated_frac": _stat(first.truncated),
+        "max_new_tokens": max_new_tokens if max_new_tokens is not None else math.nan,
+        **verdict_counts(VERDICTS[int(i)] for i in (first.verdicts.flatten() if first.verdicts is not None else [])),
         "groups_used": len(groups.problems),
         "sampling_rounds": rounds,
         "kl_coef": kl_coef,
@@ -109,6 +121,7 @@ def step_record(
     rec.update({k: v for k, v in resample.items() if not k.endswith("_seconds")})
     for key in RANK1_KEYS:
         rec.setdefault(key, math.nan)
+    rec["examples"] = list(first.examples)
     return rec
 
 

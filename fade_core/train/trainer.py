@@ -2,9 +2,12 @@
 
 One step (:meth:`Trainer.step`)::
 
-    prompts   P problems from the training split (schedules.PromptSampler: seeded, resumable, by epochs)
-    rollouts  G completions per prompt from the rollout engine, seeded per prompt slot (schedules.step_seeds)
-    rewards   fade_core.verifiers.score_batch, then adv.shape_rewards; all-gathered (groups.gather_groups)
+    prompts   P problems from the training split (schedules.PromptSampler: seeded, resumable, by epochs),
+              rendered once by fade_core.data.prompts.build_prompt (template, chat template, system message)
+    rollouts  G completions per prompt from the rollout engine, seeded per prompt slot (schedules.step_seeds),
+              cut at the template's stop sequences; budget rollout.max_new_tokens or the template's
+    rewards   rewards.score_rollouts (fade_core.verifiers.score_batch: sandbox, math-verify, countdown) with a
+              verdict per rollout, then adv.shape_rewards; all-gathered (groups.gather_groups)
     refill    adv.keep_groups drops groups and more prompts are sampled, up to adv.max_sampling_rounds rounds
     stats     batch solve rate and mean token entropy -> adv.observe(...)   (before this batch's advantages)
     advantage A = adv(rewards [P, G], mean_logprob=...), keep = adv.mask(...)
@@ -12,6 +15,8 @@ One step (:meth:`Trainer.step`)::
               the shared-prefix forward (policy.completion_logprobs); gradient clipping; lr from the schedule
     resample  adv.resample_groups: fresh rollouts of those groups and a second update (CoDaPO)
     record    record.step_record -> runs/<run_id>/metrics.jsonl + metrics.duckdb, then every StepLogger
+              (the live trackers of tracking.*: TensorBoard events by default, train/loggers.py);
+              one warning per run when most rollouts of a step hit the generation budget
 
 Method hints: a method's recommended loss aggregation and clip range (``adv.recommended()``) take
 precedence over ``train.loss_agg`` / ``eps_low`` / ``eps_high``; the range used is logged every step.
@@ -25,6 +30,7 @@ the forward but still count in the loss denominators, so the gradient is exactly
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -38,14 +44,24 @@ import torch
 
 from fade_core import advantages as adv_lib
 from fade_core import losses, models, plan
-from fade_core.data.prompts import prompt_text
+from fade_core.data.prompts import PromptStyle, build_prompt, generation_budget, prompt_record
+from fade_core.integrity import DamagedFile
 from fade_core.metrics import effective_rank, rank1_fraction
 from fade_core.rollout import build_engine
-from fade_core.integrity import DamagedFile
-from fade_core.runs import MetricsLog, checkpoint_dir, resume_candidates, run_id, run_label
+from fade_core.runs import (
+    PROMPT_FILE,
+    MetricsLog,
+    checkpoint_dir,
+    problems_digest,
+    resume_candidates,
+    run_id,
+    run_label,
+)
 from fade_core.train import checkpoint as ckpt
+from fade_core.train import rewards as rewards_lib
 from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
+from fade_core.train.loggers import tracking_loggers
 from fade_core.train.policy import batch_logprobs, completion_logprobs, zero_loss
 from fade_core.train.record import ProgressBar, StepLogger, step_record
 from fade_core.train.schedules import (
@@ -57,7 +73,9 @@ from fade_core.train.schedules import (
     step_seeds,
 )
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
+TRUNCATION_WARNING = 0.5
+"""Warn (once per run) when more than this share of a step's rollouts hit the generation budget."""
 
 
 def load_problems(cfg: Any, problems_path: str | Path | None = None, split: str = "train") -> list[dict[str, Any]]:
@@ -103,8 +121,9 @@ class Trainer:
     problems: training rows (default: :func:`load_problems`); base_model: path (default:
     :func:`fade_core.plan.base_model_path`); run_dir: default ``<train.runs_dir>/<run_id>``; progress: a
     live rich bar on rank 0; loggers: more :class:`~fade_core.train.record.StepLogger` sinks of every
-    step's record on rank 0; stop_after: stop (without a final checkpoint) after this many steps of this
-    process -- for tests; on_step: callback(step, record) after each step, on every rank.
+    step's record on rank 0 (besides the trackers ``tracking`` asks for, :mod:`fade_core.train.loggers`);
+    stop_after: stop (without a final checkpoint) after this many steps of this process -- for tests;
+    on_step: callback(step, record) after each step, on every rank.
     """
 
     def __init__(
@@ -128,9 +147,9 @@ class Trainer:
         self.dist = init_distributed(self.device)
         if self.device.type == "cuda":
             self.device = torch.device("cuda", self.dist.local_rank)
-        self.run_id = run_id(cfg)
-        self.run_dir = Path(run_dir) if run_dir else Path(self.tcfg.runs_dir) / self.run_id
         self.problems = problems if problems is not None else load_problems(cfg)
+        self.run_id = run_id(cfg, problems_digest(self.problems))
+        self.run_dir = Path(run_dir) if run_dir else Path(self.tcfg.runs_dir) / self.run_id
         self.base_model = base_model or plan.base_model_path(cfg)
         self.progress, self.loggers, self.stop_after, self.on_step = progress, list(loggers), stop_after, on_step
         self.adv = adv_lib.build(self.tcfg.method, **self.tcfg.params)
@@ -140,11 +159,14 @@ class Trainer:
         self.eps_high = hints.get("eps_high", self.tcfg.eps_high)
         self.label = run_label(self.tcfg.method, self.tcfg.params, self.tcfg.label)
         self.skip_zero_rows = True  # rows whose loss is identically 0 skip the forward (exact; off for benchmarks)
+        self._warned_truncation = False
 
     # ------------------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg = self.cfg
-        model, self.tokenizer = models.load(self.base_model, dtype=cfg.model.dtype)
+        model, self.tokenizer = models.load(self.base_model, **models.load_options(cfg.model))
+        if cfg.model.gradient_checkpointing:
+            models.enable_activation_checkpointing(model)
         model.to(self.device).train()
         self.backend = UpdateBackend(model, self.tcfg, self.dist, cfg.compute.deepspeed_config)
         self.model = self.backend.model
@@ -163,32 +185,46 @@ class Trainer:
         self.kl_coef = self.tcfg.kl_coef
         self.base_validity: float | None = None
         self.head_w0 = self.backend.full_weight(models.output_head(self.model)).cpu()
-        self.prompts = [prompt_text(p) for p in self.problems]
+        self.prompt_style = PromptStyle.from_model_config(cfg.model)
+        self.rendered = [build_prompt(p, self.tokenizer, self.prompt_style) for p in self.problems]
+        self.prompts = [r.text for r in self.rendered]
+        self.max_new_tokens = self.rcfg.max_new_tokens or generation_budget(self.rendered)
+
+    def _save_prompts(self) -> None:
+        """``prompt.json`` beside config.yaml: the prompt style, the resolved templates, the chat template
+        and the first rendered prompt, with the generation budget and stops the run samples with."""
+        rec = prompt_record(self.problems, self.rendered, self.tokenizer, self.prompt_style)
+        rec["max_new_tokens"] = self.max_new_tokens
+        (self.run_dir / PROMPT_FILE).write_text(json.dumps(rec, indent=1) + "\n")
 
     def _load_ref(self) -> None:
         if self.ref_model is None and (self.tcfg.kl_coef > 0 or self.tcfg.kl_target_validity is not None):
-            ref, _ = models.load(self.base_model, dtype=self.cfg.model.dtype)
+            ref, _ = models.load(self.base_model, **models.load_options(self.cfg.model))
             self.ref_model = ref.to(self.device).eval().requires_grad_(False)
 
     # ------------------------------------------------------------------------------ sampling + scoring
     def _sample_groups(self, problem_idx: Sequence[int], seeds: Sequence[int]) -> Groups:
-        """Rollouts for this rank's strided share of ``problem_idx``, scored, shaped and all-gathered."""
-        from fade_core import verifiers
-
+        """Rollouts for this rank's strided share of ``problem_idx``, scored (rewards.score_rollouts: the
+        verifiers, a verdict each, a few examples), shaped and all-gathered."""
         local = local_share(len(problem_idx), self.dist)
         t0 = time.perf_counter()
         self.engine.sync_weights(self.model)  # vllm: push the current policy; hf: shares the model already
+        mine = [problem_idx[i] for i in local]
         batch = self.engine.generate(
-            [self.prompts[problem_idx[i]] for i in local], self.tcfg.group_size,
-            temperature=self.rcfg.temperature, top_p=self.rcfg.top_p, max_new_tokens=self.rcfg.max_new_tokens,
-            seed=[seeds[i] for i in local],
+            [self.prompts[j] for j in mine], self.tcfg.group_size,
+            temperature=self.rcfg.temperature, top_p=self.rcfg.top_p, max_new_tokens=self.max_new_tokens,
+            seed=[seeds[i] for i in local], stop=[self.rendered[j].stop for j in mine],
         )
         t1 = time.perf_counter()
-        rows = [self.problems[problem_idx[i]] for i in local for _ in range(self.tcfg.group_size)]
-        scores = verifiers.score_batch(rows, batch.texts, workers=self.cfg.compute.workers or None) if rows else []
+        g = self.tcfg.group_size
+        rows = [self.problems[j] for j in mine for _ in range(g)]
+        scores = rewards_lib.score_rollouts(rows, batch.texts, workers=self.cfg.compute.workers or None)
         groups = gather_groups(problem_idx, local, batch, scores, self.dist,
                                gen_seconds=t1 - t0, score_seconds=time.perf_counter() - t1)
-        groups.rewards = self.adv.shape_rewards(groups.rewards, groups.lengths, self.rcfg.max_new_tokens)
+        groups.examples = rewards_lib.pick_examples(
+            [str(r.get("problem_id")) for r in rows], [self.prompts[j] for j in mine for _ in range(g)],
+            batch.texts, scores)
+        groups.rewards = self.adv.shape_rewards(groups.rewards, groups.lengths, self.max_new_tokens)
         return groups
 
     def _seeds(self, step: int, round_: int, count: int) -> list[int]:
@@ -262,7 +298,7 @@ class Trainer:
                     loss, st = losses.policy_loss(
                         lp, old_lp[idx, :width].to(dev), adv_rows.to(dev), mask.to(dev),
                         eps_low=self.eps_low, eps_high=self.eps_high, dual_clip=t.dual_clip, agg=self.loss_agg,
-                        norm_len=self.rcfg.max_new_tokens, num_tokens=num_tokens, num_seqs=num_seqs,
+                        norm_len=self.max_new_tokens, num_tokens=num_tokens, num_seqs=num_seqs,
                         ref_logprobs=ref_lp[idx, :width].to(dev) if ref_lp is not None else None,
                         kl_coef=self.kl_coef, kl_estimator=t.kl_estimator,
                         entropy=ent if ent is not None else sampled_ent, entropy_coef=t.entropy_coef,
@@ -329,7 +365,18 @@ class Trainer:
         record["time_update"] = t_done - t_update - resample_gen - resample_score
         record["time_step"] = time.perf_counter() - t_step
         record["tokens_per_s"] = float(groups.lengths.sum()) / max(record["time_step"], 1e-9)
+        self._warn_truncation(step, record)
         return record
+
+    def _warn_truncation(self, step: int, record: dict[str, Any]) -> None:
+        """One warning per run when most rollouts of a step hit the generation budget (``truncated_frac``)."""
+        frac = record.get("truncated_frac", math.nan)
+        if self._warned_truncation or not frac > TRUNCATION_WARNING or not self.dist.main:
+            return
+        self._warned_truncation = True
+        log.warning("%s: %.0f%% of step %d's rollouts hit the generation budget of %d tokens and were cut "
+                    "(their rewards judge unfinished answers); raise rollout.max_new_tokens",
+                    self.run_id, 100 * frac, step, self.max_new_tokens)
 
     def _second_update(self, step: int, groups: Groups, positions: list[int]) -> dict[str, Any]:
         """Fresh rollouts of the groups at ``positions`` (Advantage.resample_groups) and a second update."""
@@ -353,7 +400,7 @@ class Trainer:
             run_id=self.run_id, method=self.label, seed=self.tcfg.seed, step=step, lr=lr,
             group_size=self.tcfg.group_size, first=first, groups=groups, rounds=rounds, advantages=advantages,
             keep=keep, update=upd, resample=resample, state=self.adv.state_record(), kl_coef=self.kl_coef,
-            eps_low=self.eps_low, eps_high=self.eps_high,
+            eps_low=self.eps_low, eps_high=self.eps_high, max_new_tokens=self.max_new_tokens,
         )
 
     def _measure_base_validity(self) -> float:
@@ -401,7 +448,8 @@ class Trainer:
                 start = resumed = self.load_checkpoint(folder)
                 break
             except DamagedFile as e:  # raised before anything is restored (ckpt.load_checkpoint checks first)
-                logger.warning("fade: cannot resume from %s: %s; trying the checkpoint before it", folder, e)
+                logging.getLogger(__name__).warning(
+                    "fade: cannot resume from %s: %s; trying the checkpoint before it", folder, e)
         if resumed is not None:
             if self.dist.main:
                 log.truncate(start)
@@ -409,11 +457,14 @@ class Trainer:
             log.reset()
         if self.dist.main:
             fconfig.save(self.cfg, self.run_dir / "config.yaml")
+            self._save_prompts()
         if start == 0 and self.tcfg.kl_target_validity is not None:
             self.base_validity = self._measure_base_validity()
             self.kl_coef = kl_coef_from_validity(self.tcfg.kl_target_validity, self.base_validity)
         result = TrainResult(self.run_id, self.run_dir, self.tcfg.steps, resumed_from=resumed)
         loggers = list(self.loggers) if self.dist.main else []
+        if self.dist.main:  # live trackers (tracking.*): TensorBoard by default, rank 0 only
+            loggers += tracking_loggers(self.cfg, self.run_id, resume_step=start)
         if self.progress and self.dist.main:
             loggers.insert(0, ProgressBar(self.tcfg.steps, start, self.label))
         done = 0

@@ -41,7 +41,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         "warmstart.correct_fraction=0.8", "warmstart.lr=1e-2", "warmstart.checkpoint_every=1000",
         f"data.out_dir={tmp / 'data'}", f"train.steps={STEPS}", "train.prompts_per_step=4", "train.group_size=8",
         "train.minibatches=2", "train.lr=3e-3", f"train.checkpoint_every={STEPS}", "train.rank1_every=2",
-        "rollout.max_new_tokens=8", "compute.torch_threads=1",
+        "rollout.max_new_tokens=8", "compute.torch_threads=1", f"tracking.tensorboard_dir={tmp / 'tensorboard'}",
     ])
     torch.set_num_threads(1)
     run_warmstart(MICRO_TINY, cfg.warmstart, cfg.data, out_dir=tmp / "base")

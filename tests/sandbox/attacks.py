@@ -33,8 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from fade_core import sandbox  # noqa: E402
-from fade_core.sandbox import isolation  # noqa: E402
-from fade_core.sandbox.pool import Limits  # noqa: E402
+from fade_core.sandbox import Limits, isolation  # noqa: E402
 
 TIGHT = Limits(cpu_s=1, wall_s=3, mem_mb=256, nproc=32, nofile=32, fsize_mb=4, stdout_bytes=1 << 20, tmp_mb=32)
 STDIO_OK = ("a, b = map(int, input().split())\nprint(a + b)\n", [{"input": "2 3", "output": "5"}])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,16 @@ def test_save_round_trip(tmp_path):
     rendered = tmp_path / "params.yaml"
     rendered.write_text(fconfig.render_yaml(cfg))
     assert fconfig.load(rendered) == cfg
+
+
+def test_model_prompt_options_are_checked_naming_the_key(tmp_path) -> None:
+    template = tmp_path / "chat.jinja"
+    template.write_text("{{ messages[0]['content'] }}")
+    cfg = fconfig.load(None, [f"model.chat_template={template}", "model.system_prompt=Be brief."])
+    assert cfg.model.chat_template == str(template) and cfg.model.attn_implementation == "auto"
+    for override, key in (("model.chat_template=nofile.jinja", "model.chat_template: Value error, not auto, none"),
+                          ("model.prompt_templates={maths: x.yaml}", "model.prompt_templates: Value error, 'maths'"),
+                          (f"model.prompt_templates={{math: {tmp_path}/x.yaml}}", "is not a file"),
+                          ("model.attn_implementation=flash", "model.attn_implementation")):
+        with pytest.raises(fconfig.ConfigError, match=re.escape(key)):
+            fconfig.load(None, [override])

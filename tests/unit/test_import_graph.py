@@ -11,8 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "fade_core"
 MAX_LINES = 600
-# Over the limit and left to the sandbox's own hardening work (issue of the sandbox): its process zygote and pool.
-SIZE_EXEMPT = {"fade_core/sandbox/_zygote.py", "fade_core/sandbox/pool.py"}
+# Over the limit: the sandbox's in-sandbox worker (~1,200 lines). Not a technical necessity: its source
+# reaches the sandbox as a list of modules exec'd in order (fade_core.sandbox.isolation.PAYLOAD_MODULES),
+# so it can be split by adding modules to that list without weakening the sandbox. It is simply not
+# split yet (left to the sandbox's owner); drop this exemption when it is.
+SIZE_EXEMPT = {"fade_core/sandbox/_zygote.py"}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

@@ -55,9 +55,16 @@ def test_build_is_deterministic_by_seed_and_shaped_by_config() -> None:
     assert models.num_parameters(a) == sum(p.numel() for p in a.parameters())
 
 
-def test_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="never downloads"):
+def test_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))  # nothing cached: offline must fail
+    with pytest.raises(FileNotFoundError) as hub:
         models.load("Qwen/Qwen2.5-7B")
+    assert "Qwen/Qwen2.5-7B" in str(hub.value) and "HF_HUB_OFFLINE" in str(hub.value)
+    assert "\n" not in str(hub.value)
+    with pytest.raises(FileNotFoundError, match="no such folder") as missing:
+        models.load(tmp_path / "nowhere")
+    assert str(tmp_path / "nowhere") in str(missing.value) and "\n" not in str(missing.value)
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="config.json"):
         models.load(tmp_path / "empty")

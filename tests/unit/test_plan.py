@@ -29,17 +29,21 @@ def test_problem_paths_and_base_model(tmp_path: Path) -> None:
     assert plan.base_model_path(chosen) == str(tmp_path / "base")
 
 
-def test_place_outputs_moves_the_five_output_folders_only() -> None:
+def test_place_outputs_moves_the_six_output_folders_only() -> None:
     cfg = config.load(None, ["train.lr=0.01", "pipeline.name=mine"])
     root = plan.results_root(cfg, "out")
     assert root == Path("out") / "mine"
     placed = plan.place_outputs(cfg, root)
     assert (placed.data.out_dir, placed.warmstart.out_dir, placed.train.runs_dir, placed.eval.results_dir,
-            placed.report.out_dir) == ("out/mine/data", "out/mine/models/base", "out/mine/runs", "out/mine/eval",
-                                       "out/mine/reports")
+            placed.report.out_dir, placed.tracking.tensorboard_dir) == (
+        "out/mine/data", "out/mine/models/base", "out/mine/runs", "out/mine/eval", "out/mine/reports",
+        "out/mine/tensorboard")
+    assert plan.tracking_dir(placed, "grpo-s0-0123abcd") == Path("out/mine/tensorboard/grpo-s0-0123abcd")
+    assert plan.tensorboard_root(cfg) == Path("tensorboard")  # null: beside train.runs_dir ("runs")
+    assert plan.tensorboard_root(config.load(None, ["train.runs_dir=/x/runs"])) == Path("/x/tensorboard")
     before, after = cfg.to_dict(), placed.to_dict()
     for section, key in (("data", "out_dir"), ("warmstart", "out_dir"), ("train", "runs_dir"), ("eval", "results_dir"),
-                         ("report", "out_dir")):
+                         ("report", "out_dir"), ("tracking", "tensorboard_dir")):
         after[section][key] = before[section][key]
     assert after == before and cfg.train.runs_dir == "runs"  # the original is untouched
     assert placed == config.from_dict(placed.to_dict())  # assignment validated what a full validation would
@@ -58,6 +62,7 @@ def test_run_plans_are_arms_by_seeds_each_a_complete_config() -> None:
     d = cfg.to_dict()
     d["train"].update(method="power", params={"alpha": 3}, label="a", seed=3, runs_dir=str(Path("r") / "a"))
     d["compute"]["torch_threads"] = first.compute.torch_threads
+    d["tracking"]["tensorboard_dir"] = "tensorboard"  # beside runs_dir "r", for every arm alike
     assert first == config.from_dict(d)
     assert cfg.train.method == "fade" and cfg.train.label is None
     assert len({runs.run_id(p.config) for p in plans}) == 4
@@ -101,3 +106,30 @@ def test_sampling_options_come_from_eval_rollout_model_and_compute() -> None:
     assert plan.sampling_options(config.load(None, ["eval.max_new_tokens=20"])).max_new_tokens == 20
     gpu = plan.sampling_options(config.load(None, ["rollout.engine=vllm", "rollout.tensor_parallel_size=2"]))
     assert gpu.engine_opts == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5} and gpu.workers is None
+
+
+def test_a_hub_id_is_a_base_model_as_it_is() -> None:
+    cfg = config.load(None, ["model.name_or_path=Qwen/Qwen2.5-7B-Instruct"])
+    assert not plan.needs_warmstart(cfg) and plan.base_model_path(cfg) == "Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_a_warm_start_sweep_is_one_config(tmp_path: Path) -> None:
+    """pipeline.base_checkpoints (a glob over the user's pre-training checkpoints) x arms x seeds: one run each,
+    started from that checkpoint, labelled with it, in the arm's folder."""
+    for step in (900, 1000, 50):
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        (tmp_path / f"checkpoint-{step}" / "config.json").write_text("{}")
+    (tmp_path / "checkpoint-notes.txt").write_text("not a folder")
+    cfg = config.load(None, [f"pipeline.base_checkpoints=[{tmp_path}/checkpoint-*]", "pipeline.seeds=[0, 1]",
+                             "pipeline.arms={grpo: {method: grpo}}", "train.runs_dir=runs"])
+    found = plan.base_checkpoints(cfg)
+    assert [Path(f).name for f in found] == ["checkpoint-50", "checkpoint-900", "checkpoint-1000"]  # natural order
+    plans = plan.run_plans(cfg)
+    assert [(p.config.train.label, p.seed) for p in plans] == [
+        (f"grpo@checkpoint-{s}", seed) for s in (50, 900, 1000) for seed in (0, 1)]
+    assert {p.config.train.base_checkpoint for p in plans} == set(found)
+    assert {p.config.train.runs_dir for p in plans} == {str(Path("runs") / "grpo")}
+    assert len({runs.run_id(p.config) for p in plans}) == 6 and plan.base_model_path(plans[0].config) == found[0]
+    empty = config.load(None, [f"pipeline.base_checkpoints=[{tmp_path}/nothing-*]"])
+    with pytest.raises(FileNotFoundError, match="matches no folder"):
+        plan.run_plans(empty)

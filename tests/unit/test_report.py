@@ -28,38 +28,62 @@ def _store(tmp_path, methods=("fade", "grpo"), seeds=(0, 1), steps=(10, 20), n=1
 
 def test_method_colors():
     colors = rep.method_colors(["grpo", "fade", "dr_grpo"], fade=["fade"])
-    assert colors["fade"] == rep.FADE_COLOR and len(set(colors.values())) == 3
+    assert colors["fade"] == rep.figures.FADE_COLOR and len(set(colors.values())) == 3
     assert rep.method_colors(["grpo", "fade"], fade=["fade"]) == rep.method_colors(["fade", "grpo"], fade=["fade"])
     study = [f"m{i:02d}" for i in range(14)] + ["fade", "fade_fixed_alpha", "fade_fixed_delta"]
     assert len(set(rep.method_colors(study, fade=study[14:]).values())) == 17  # the study's arms: no colour twice
 
 
-def test_headline_and_markdown(tmp_path):
+def test_headline_has_intervals_over_what_varies(tmp_path):
     store = _store(tmp_path)
     agg.aggregate(store.root, runs_dir=None, opts=agg.AggregateOptions(ks=(1, 10)))
     with agg.open_results(store.root) as con:
+        long = rep.tables.headline_intervals(con)
         head = rep.headline_table(con)
-    assert head.method.tolist() == ["fade", "grpo"]
-    # fade at step 20: c = 7, 8 of 12 -> pass@1 = 58.3 / 66.7 %, mean 62.5, std 5.9; n = 12 < 2 * 10 -> flagged
-    assert head.loc[head.method == "fade", "pass@1"].item() == "62.5 ± 5.9"
-    assert head.loc[head.method == "fade", "pass@10"].item().endswith("†")
+        seeds = con.execute("SELECT seed, avg(pass_at_k) AS m FROM pass_at_k WHERE method = 'fade' AND step = 20 "
+                            "AND k = 1 AND bucket = 'all' GROUP BY seed ORDER BY seed").df()
+    assert head.method.tolist() == ["fade", "grpo"] and set(head["CI over"]) == {"seeds + problems"}
+    fade1 = long[(long.method == "fade") & (long.k == 1)].iloc[0]
+    # fade at step 20: c = 7, 8 of 12 on every problem -> pass@1 58.3 / 66.7 %: the mean of the two seeds
+    assert fade1["mean"] == pytest.approx(seeds.m.mean()) and fade1.seeds == 2 and fade1.problems == 3
+    assert 0.0 <= fade1.ci_low < fade1["mean"] < fade1.ci_high <= 1.0
+    cell = head.loc[head.method == "fade", "pass@1 (%)"].item()
+    assert re.fullmatch(r"62\.5 \[\d+\.\d, \d+\.\d\]", cell), cell
+    assert head.loc[head.method == "fade", "pass@10 (%)"].item().endswith("†")  # n = 12 < 2 * 10
     md = rep.markdown_table(head)
     assert md.splitlines()[0].startswith("| benchmark | method") and len(md.splitlines()) == 4
+
+
+def test_one_seed_intervals_are_over_problems_and_pairs_get_holm(tmp_path):
+    store = _store(tmp_path, methods=("fade", "grpo", "power"), seeds=(0,))
+    agg.aggregate(store.root, runs_dir=None, opts=agg.AggregateOptions(ks=(1,)))
+    with agg.open_results(store.root) as con:
+        long = rep.tables.headline_intervals(con)
+        pairs = rep.tables.comparisons(con)
+    assert set(long.ci_over) == {"problems"}
+    # every problem has the same score in this store: resampling problems cannot move the mean
+    assert (long.ci_low == long["mean"]).all() and (long.ci_high == long["mean"]).all()
+    assert len(pairs) == 3 and set(pairs.ci_over) == {"problems"}
+    assert (pairs.p_holm >= pairs.p).all() and pairs.p_holm.max() <= 1.0
+    fg = pairs[(pairs.method_a == "fade") & (pairs.method_b == "grpo")].iloc[0]
+    assert fg["diff"] == pytest.approx(fg.mean_a - fg.mean_b) and fg["diff"] > 0 and fg.p < 0.01
 
 
 def test_report_without_training_records_says_what_is_missing(tmp_path):
     store = _store(tmp_path)
     agg.aggregate(store.root, runs_dir=None, opts=agg.AggregateOptions(ks=(1, 10)))
-    out = rep.build_report(store.root, tmp_path / "rep", rep.ReportInputs(formats=("svg",)), tensorboard=False)
-    assert set(out["missing"]) == {"entropy", "mass", "rank1_fraction", "fade_schedules"}
-    assert set(out["figures"]) == {"pass_at_k_vs_step", "frontier", "peak_step", "distinct_correct"}
+    out = rep.build_report(store.root, tmp_path / "rep", rep.ReportInputs(formats=("svg",)))
+    assert set(out["missing"]) == {"training_curves", "mass", "rank1_fraction", "fade_schedules"}
+    # the atlas needs only the arms' methods (from the runs table when no run folder says more)
+    assert set(out["figures"]) == {"pass_at_k_vs_step", "frontier", "peak_step", "distinct_correct", "atlas"}
     for files in out["figures"].values():  # svg asked for; png drawn too, for the page
         assert set(files) == {"svg", "png"}
         assert files["svg"].read_text().lstrip().startswith("<?xml")
     page = out["html"].read_text()
-    assert page.count("data:image/png;base64,") == 4
-    assert page.count("not available:") == 4 and "no entropy in the training records" in page
-    assert not re.search(r"(src|href)=['\"](https?:|//)", page)
+    assert page.count("data:image/png;base64,") == 5
+    assert page.count("not available:") == 4 and "no training records" in page
+    assert not re.search(r"src=['\"](https?:|//)", page)  # nothing is fetched from the network
+    assert "(no data card found)" in page and "(no provenance recorded)" in page
 
 
 def test_report_needs_aggregate(tmp_path):

@@ -137,3 +137,35 @@ def test_unknown_engine_and_missing_vllm() -> None:
     except ImportError:
         with pytest.raises(ImportError, match="vllm"):
             build_engine("vllm", model, tok)
+
+
+def test_stop_sequences_cut_completions_where_sampling_would_have_stopped(policy) -> None:
+    """With stops, each completion is the unconstrained one (same seeds) cut right after the token that
+    completes its first stop: the same tokens and log-probs up to there, text ending before the stop,
+    finish "stop"; prompts without stops are untouched."""
+    model, tok = policy
+    prompts = _prompts(4)
+    free = build_engine("hf", model, tok).generate(prompts, 6, max_new_tokens=12, seed=7)
+    stops = [("+",), ("*", "-"), (), ("+",)]
+    cut = build_engine("hf", model, tok).generate(prompts, 6, max_new_tokens=12, seed=7, stop=stops)
+    hits = 0
+    for row in range(free.num_samples):
+        text, row_stops = free.texts[row], stops[row // 6]
+        where = [text.find(s) for s in row_stops if s in text]
+        if not where:
+            assert cut.texts[row] == text and int(cut.lengths[row]) == int(free.lengths[row])
+            continue
+        hits += 1
+        k = int(cut.lengths[row])
+        assert cut.texts[row] == text[: min(where)] and cut.finish_reasons[row] == "stop"
+        assert tok.decode(cut.completion_ids[row, :k].tolist(), skip_special_tokens=True)[-1] in "".join(row_stops)
+        assert torch.equal(cut.completion_ids[row, :k], free.completion_ids[row, :k])
+        assert torch.allclose(cut.logprobs[row, :k], free.logprobs[row, :k])
+        assert not cut.completion_mask[row, k:].any() and float(cut.logprobs[row, k:].abs().sum()) == 0.0
+    assert hits >= 3  # the check saw cuts
+
+
+def test_stops_must_match_the_prompts(policy) -> None:
+    model, tok = policy
+    with pytest.raises(ValueError, match="2 stop lists for 3 prompts"):
+        build_engine("hf", model, tok).generate(_prompts(3), 2, max_new_tokens=4, seed=0, stop=[(), ()])

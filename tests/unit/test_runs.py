@@ -131,3 +131,35 @@ def test_one_label_per_arm() -> None:
         assert runs.run_label(method, params) == label == advantages.build(method, **params).label
     cfg = config.load(None, ["train.method=power", "train.params.alpha=3"])
     assert runs.parse_run_id(runs.run_id(cfg))[0] == "power(alpha=3)"
+
+
+def test_the_problems_are_part_of_the_run_id() -> None:
+    cfg = config.load(None, ["train.method=grpo"])
+    a = [{"problem_id": "p/1", "prompt": "x", "answer": "1"}]
+    b = [{"problem_id": "p/1", "prompt": "x", "answer": "2"}]  # same settings, another file's content
+    assert runs.problems_digest(a) == runs.problems_digest([dict(r) for r in a])
+    assert runs.run_id(cfg, runs.problems_digest(a)) != runs.run_id(cfg, runs.problems_digest(b))
+    assert runs.run_id(cfg, runs.problems_digest(a)).startswith("grpo-s0-")
+    assert runs.run_dir(cfg, runs.problems_digest(a)).name == runs.run_id(cfg, runs.problems_digest(a))
+
+
+def test_metrics_log_keeps_verdicts_and_examples(tmp_path: Path) -> None:
+    run = tmp_path / "r-s0-00000000"
+    run.mkdir()
+    log = runs.MetricsLog(run)
+    examples = [{"problem_id": "p", "prompt": "q", "completion": "c", "reward": 1.0, "verdict": "passed"}]
+    log.append({**_record(1), "verdict/passed": 3, "verdict/no_code": 1, "examples": examples})
+    log.append({**_record(2), "verdict/passed": 0, "verdict/no_code": 4, "examples": []})
+    log.close()
+    with duckdb.connect(str(run / runs.METRICS_DB), read_only=True) as con:
+        rows = con.execute('SELECT "verdict/passed", "verdict/no_code", examples FROM train_steps ORDER BY step').fetchall()
+    assert [(r[0], r[1], json.loads(r[2])) for r in rows] == [(3, 1, examples), (0, 4, [])]
+    assert runs.last_record(run)["examples"] == []
+
+
+def test_checkpoint_owner(tmp_path: Path) -> None:
+    run = tmp_path / "grpo-s0-00000000"
+    ck = _checkpoint(run / "checkpoints" / "step-2")
+    (run / "config.yaml").write_text("model: {system_prompt: hi}\n")
+    assert runs.checkpoint_owner(ck) == run.resolve()
+    assert runs.checkpoint_owner(_checkpoint(tmp_path / "models" / "base")) is None

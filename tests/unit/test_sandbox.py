@@ -15,8 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fade_core import sandbox
-from fade_core.sandbox import compare, isolation, plaindata, pool, syscall_filter
-from fade_core.sandbox.pool import Limits
+from fade_core.sandbox import Limits, compare, isolation, plaindata, pool, syscall_filter, workers
 
 FAST = Limits(cpu_s=2, wall_s=4, mem_mb=512)
 
@@ -214,11 +213,11 @@ def test_backend_is_isolated_here(sb):
 
 def test_refuses_without_isolation(monkeypatch):
     monkeypatch.delenv("FADE_SANDBOX_UNSAFE", raising=False)
-    monkeypatch.setattr(isolation, "tested", lambda backend, parent=None: isolation.Guarantees(backend, failures=("test",)))
+    monkeypatch.setattr(pool, "tested", lambda backend, parent=None: isolation.Guarantees(backend, failures=("test",)))
     with pytest.raises(isolation.SandboxUnavailable, match="unsafe"):
-        isolation.resolve("auto")
+        pool.resolve("auto")
     with pytest.warns(RuntimeWarning, match="WITHOUT namespace isolation"):
-        iso = isolation.resolve("auto", unsafe=True)
+        iso = pool.resolve("auto", unsafe=True)
     assert iso.backend == "none" and not iso.isolated
 
 
@@ -262,11 +261,11 @@ def test_bounded_parse_refuses_deep_and_big_frames():
 def test_status_rests_on_the_kernel_not_on_stderr():
     lim = Limits()
     forged = {"exit": 1, "signal": None, "killed": None, "oom": False, "cpu": 0.1, "stderr": "MemoryError\nstd::bad_alloc"}
-    assert pool.classify(forged, lim) == "runtime_error"
-    assert pool.classify({**forged, "oom": True, "signal": 9, "exit": None}, lim) == "memory_limit"
-    assert pool.classify({**forged, "killed": "cpu"}, lim) == "timeout"
-    assert pool.classify({**forged, "killed": "output"}, lim) == "output_limit"
-    assert pool.classify({"exit": 0, "signal": None, "killed": None, "oom": "yes"}, lim) is None  # only True counts
+    assert workers.classify(forged, lim) == "runtime_error"
+    assert workers.classify({**forged, "oom": True, "signal": 9, "exit": None}, lim) == "memory_limit"
+    assert workers.classify({**forged, "killed": "cpu"}, lim) == "timeout"
+    assert workers.classify({**forged, "killed": "output"}, lim) == "output_limit"
+    assert workers.classify({"exit": 0, "signal": None, "killed": None, "oom": "yes"}, lim) is None  # only True counts
 
 
 def test_seccomp_filter_program():
@@ -343,16 +342,43 @@ def test_a_stale_reply_resets_the_slot(sb):
 def test_auto_logs_the_choice_and_why(monkeypatch, caplog):
     good = isolation.Guarantees("unshare", filesystem=True, network=True, sample_state=True, python=True)
     bad = isolation.Guarantees("bwrap", network=True, failures=("host file visible",))
-    monkeypatch.setattr(isolation, "tested", lambda b, parent=None: bad if b == "bwrap" else good)
+    monkeypatch.setattr(pool, "tested", lambda b, parent=None: bad if b == "bwrap" else good)
     monkeypatch.delenv("FADE_SANDBOX_UNSAFE", raising=False)
-    with caplog.at_level("INFO", logger="fade_core.sandbox.isolation"):
-        iso = isolation.resolve("auto")
+    with caplog.at_level("INFO", logger="fade_core.sandbox.pool"):
+        iso = pool.resolve("auto")
     assert iso.backend == "unshare" and iso.guarantees is good
     assert "bwrap refused: no filesystem, sample_state, python (host file visible)" in caplog.text
     with pytest.raises(isolation.SandboxUnavailable, match="bwrap refused"):
-        isolation.resolve("bwrap")
+        pool.resolve("bwrap")
     with pytest.warns(RuntimeWarning, match="unsafe"):
-        assert isolation.resolve("bwrap", unsafe=True).backend == "bwrap"
+        assert pool.resolve("bwrap", unsafe=True).backend == "bwrap"
+
+
+def test_self_test_refuses_a_memory_limit_that_did_not_stop_the_program(monkeypatch):
+    """The self-test's memory probe, run through the slot as the pool runs programs: a program that is
+    not stopped leaves memory per process; a worker lost on it is a sandbox_error, not a crash."""
+    from fade_core.sandbox import selftest
+
+    backend = next((b for b in isolation.PREFERENCE if isolation.available(b) is None), None)
+    layout, why = isolation.cgroup_layout(None)
+    if backend is None or layout is None:
+        pytest.skip(f"needs an isolation backend and per-sample cgroups here ({backend=}, {why})")
+    monkeypatch.setattr(selftest, "MEMORY_HOG", "print(1)\n")
+    g = selftest.self_test(backend)
+    assert not g.memory_per_sample and g.filesystem and g.tasks_per_sample, g.lines()
+    assert any("did not stop a 96 MiB program" in f and "(ran to the end)" in f for f in g.failures), g.failures
+    real_run = selftest._run
+
+    def lose_the_worker_on_the_hog(slot, code, lim):
+        if code == selftest.MEMORY_HOG:
+            slot.cand.close()
+            raise workers.WorkerLost("worker exited")
+        return real_run(slot, code, lim)
+
+    monkeypatch.setattr(selftest, "_run", lose_the_worker_on_the_hog)
+    g = selftest.self_test(backend)
+    assert not g.memory_per_sample and g.tasks_per_sample, g.lines()  # a fresh worker ran the task probe
+    assert any("(sandbox_error)" in f for f in g.failures), g.failures
 
 
 def test_use_settings_sets_the_process_wide_defaults(monkeypatch):
@@ -408,7 +434,7 @@ def test_verify_self_test_prints_the_guarantees(monkeypatch):
     app.callback()(lambda: None)
     verify_flow.register(app)
     refused = isolation.Guarantees("x", failures=("test",))
-    monkeypatch.setattr(isolation, "tested", lambda b, parent=None: refused)
+    monkeypatch.setattr(pool, "tested", lambda b, parent=None: refused)
     res = CliRunner().invoke(app, ["verify", "--self-test"])
     assert res.exit_code == 2 and "in force: NONE" in res.output, res.output
 
@@ -429,12 +455,12 @@ def test_parent_refuses_a_bad_reply_without_raising_anything_else(frame, why):
     import socket
     import time
 
-    w = pool._Worker.__new__(pool._Worker)
+    w = workers.Worker.__new__(workers.Worker)
     w.sock, theirs = socket.socketpair()
     w.fd = w.sock.fileno()
     try:
         theirs.sendall(frame)
-        with pytest.raises(pool.WorkerLost, match=why):
+        with pytest.raises(workers.WorkerLost, match=why):
             w.recv(time.monotonic() + 2, cap=1 << 20)
     finally:
         w.sock.close()

@@ -274,9 +274,15 @@ def test_checkpoint_round_trip_restores_weights_optimizer_and_rng(tmp_path: Path
 def test_report_and_claims_read_the_names_the_record_writes() -> None:
     """One name per metric: every training-record column the report draws and the claims read is a key of
     the trainer's step record (no alias tables between them)."""
-    from fade_core import claims, report
+    from fade_core import claims, losses, report
 
     groups = single_rank_groups([[1.0, 0.0], [0.0, 0.0]], [[1, 2], [3, 1]], [7, 8])
-    written = set(_record(groups, "fade"))
+    # the update's statistics as Trainer._update returns them: the loss terms' means and the optimizer's
+    update = {**losses.LossStats().means(), "grad_norm": 0.0, "grad_norm_max": 0.0, "loss": 0.0, "optimizer_steps": 1}
+    adv = advantages.build("fade")
+    written = set(rec_lib.step_record(
+        run_id="r", method="fade", seed=0, step=1, lr=0.1, group_size=2, first=groups, groups=groups, rounds=1,
+        advantages=adv(groups.rewards).to(torch.float64), keep=adv.mask(groups.rewards), update=update, resample={},
+        state=adv.state_record(), kl_coef=0.0, eps_low=0.2, eps_high=0.2))
     assert set(report.TRAIN_METRICS) <= written, set(report.TRAIN_METRICS) - written
     assert set(claims.RECORD_COLUMNS) <= written, set(claims.RECORD_COLUMNS) - written

@@ -1,0 +1,179 @@
+"""Provenance of a report: the code (git commit), the packages, the machine, the command line and how long
+the runs took, gathered where the report is built (the same process as `fade run` / `fade report`).
+
+:func:`collect` reads the environment (git, /proc, importlib.metadata, torch's devices); :func:`wall_times`
+derives training time from the runs' step records (the sum of each step's ``time_step``, the wall time of
+the steps themselves: set-up, checkpoints and evaluation are not in it). Links (a Prefect flow run, the
+TensorBoard logs) are given by the caller, which knows the orchestrator.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+PACKAGES = ("fade", "torch", "transformers", "numpy", "pandas", "duckdb", "pyarrow", "prefect", "prefect-dask",
+            "dvc", "tensorboard", "math-verify", "vllm", "deepspeed", "wandb", "mlflow")
+"""Packages whose versions the report names (those not installed are left out)."""
+
+
+@dataclass
+class Provenance:
+    """What produced a report. ``links``: (label, URL or path) pairs, e.g. the Prefect flow run."""
+
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    git_branch: str | None = None
+    packages: dict[str, str] = field(default_factory=dict)
+    python: str = ""
+    machine: dict[str, str] = field(default_factory=dict)
+    command: str = ""
+    created: str = ""
+    links: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_state(repo: str | Path) -> tuple[str | None, bool | None, str | None]:
+    """(commit, has uncommitted changes to tracked files, branch) of the git checkout holding ``repo``;
+    Nones outside a checkout (an installed wheel) or without git."""
+    repo = Path(repo)
+    commit = _git(repo, "rev-parse", "HEAD")
+    if commit is None:
+        return None, None, None
+    status = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    return commit, (bool(status) if status is not None else None), branch
+
+
+def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
+    """{package: installed version} of ``names`` that are installed."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _memory_gib() -> str | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        return None
+    return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return platform.processor() or None
+
+
+def machine() -> dict[str, str]:
+    """Host name, OS, CPU model and count, memory, and the CUDA devices torch sees (if any)."""
+    info = {"host": socket.gethostname(), "os": platform.platform(), "cpus": str(os.cpu_count() or "?")}
+    if cpu := _cpu_model():
+        info["cpu"] = cpu
+    if mem := _memory_gib():
+        info["memory"] = mem
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            info["gpus"] = ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names))
+        else:
+            info["gpus"] = "none visible to torch"
+    except ImportError:
+        pass
+    return info
+
+
+def command_line(argv: Sequence[str]) -> str:
+    """``argv`` as it was typed: the program by its name (``python -m pkg`` for a package's __main__.py),
+    the arguments shell-quoted."""
+    if not argv:
+        return ""
+    first = Path(argv[0])
+    program = f"python -m {first.parent.name}" if first.name == "__main__.py" else (first.name or argv[0])
+    return " ".join([program, shlex.join(argv[1:])]).strip()
+
+
+def collect(repo: str | Path | None = None, argv: Sequence[str] | None = None,
+            links: Sequence[tuple[str, str]] = (), notes: Sequence[str] = ()) -> Provenance:
+    """The provenance of this process: git state of ``repo`` (default: the checkout holding fade_core),
+    package versions, machine, the command line ``argv`` (default: sys.argv) and the time (UTC)."""
+    repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
+    commit, dirty, branch = git_state(repo)
+    return Provenance(
+        git_commit=commit, git_dirty=dirty, git_branch=branch, packages=package_versions(),
+        python=platform.python_version(), machine=machine(), command=command_line(sys.argv if argv is None else argv),
+        created=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), links=list(links), notes=list(notes),
+    )
+
+
+def wall_times(curves: pd.DataFrame) -> pd.DataFrame:
+    """Per run: steps recorded and training wall time (sum of ``time_step`` over its steps, in seconds).
+
+    curves: the long training record (run_id, method, seed, step, metric, value), as aggregated."""
+    cols = ["run_id", "method", "seed", "steps", "train_seconds"]
+    if curves.empty or "metric" not in curves:
+        return pd.DataFrame(columns=cols)
+    t = curves[curves.metric == "time_step"]
+    if t.empty:
+        return pd.DataFrame(columns=cols)
+    g = t.groupby(["run_id", "method", "seed"]).agg(steps=("step", "nunique"), train_seconds=("value", "sum"))
+    return g.reset_index()[cols].sort_values(["method", "seed"]).reset_index(drop=True)
+
+
+def duration(seconds: float) -> str:
+    """12.3 s, 4.5 min or 1.2 h."""
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def as_rows(p: Provenance, extra: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
+    """(field, value) rows of the provenance table, in reading order."""
+    rows: list[tuple[str, str]] = []
+    if p.git_commit:
+        state = " (uncommitted changes)" if p.git_dirty else ""
+        rows.append(("git commit", f"{p.git_commit}{state}" + (f" on {p.git_branch}" if p.git_branch else "")))
+    else:
+        rows.append(("git commit", "n/a (not a git checkout)"))
+    rows.append(("command", p.command or "n/a"))
+    rows.append(("report built", p.created))
+    rows += [(f"machine: {k}", v) for k, v in p.machine.items()]
+    rows.append(("python", p.python))
+    rows.append(("packages", ", ".join(f"{k} {v}" for k, v in p.packages.items())))
+    rows += [(k, str(v)) for k, v in (extra or {}).items()]
+    return rows
