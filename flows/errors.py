@@ -27,6 +27,10 @@ KEEP_LOGS = 50  # newest log files kept in the log folder
 _log_file: Path | None = None
 
 
+class UserError(ValueError):
+    """Bad input a command found itself (an option, a file, a folder): exit 2 with its message."""
+
+
 class ApiUnavailable(RuntimeError):
     """The Prefect API could not be started or reached; the message says what to do."""
 
@@ -46,7 +50,7 @@ def bad_input_types() -> tuple[type[BaseException], ...]:
     from fade_core.config import ConfigError
     from fade_core.integrity import DamagedFile
 
-    types: list[type[BaseException]] = [ConfigError, DamagedFile, FileNotFoundError, NotADirectoryError,
+    types: list[type[BaseException]] = [UserError, ConfigError, DamagedFile, FileNotFoundError, NotADirectoryError,
                                         IsADirectoryError, PermissionError, UnicodeDecodeError]
     for module, name in (("fade_core.data.schema", "DataError"), ("fade_core.store", "StoreError")):
         mod = sys.modules.get(module)  # only a module that ran can have raised its error
@@ -90,9 +94,8 @@ def one_line(error: BaseException) -> str:
     """The error's message on one line (a multi-line message, e.g. several config keys, keeps its lines
     indented under the first)."""
     text = str(error).strip() or type(error).__name__
-    if isinstance(error, (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError)) \
-            and error.filename and str(error.filename) not in text:
-        text = f"{error.filename}: {text}"
+    if isinstance(error, OSError) and error.filename and error.strerror:  # "[Errno 2] ...: 'x'" -> "x: ..."
+        text = f"{error.filename}: {error.strerror}"
     if isinstance(error, UnicodeDecodeError):
         text = f"not UTF-8 text ({error.reason} at byte {error.start})"
     return text
@@ -128,9 +131,12 @@ class ConsoleTracebackFilter(logging.Filter):
         return record.levelno < logging.ERROR and not record.exc_info
 
 
-def quiet_console_tracebacks() -> None:
-    """Add :class:`ConsoleTracebackFilter` to every console handler in the logging tree (Prefect's and the
-    root's), and send every record to this process's log file too."""
+def quiet_console_tracebacks(command: str) -> None:
+    """Once Prefect has set up logging: add :class:`ConsoleTracebackFilter` to every console handler in the
+    logging tree (Prefect's and the root's) and send every record to this command's log file too, so a
+    failed flow prints no traceback on the console (the one line of :func:`report` names the file)."""
+    if "prefect.main" not in sys.modules:  # Prefect configures its handlers when prefect.main is imported
+        return
     loggers = [logging.getLogger()] + [lg for lg in logging.root.manager.loggerDict.values()
                                       if isinstance(lg, logging.Logger)]
     for lg in loggers:
@@ -138,3 +144,15 @@ def quiet_console_tracebacks() -> None:
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) \
                     and not any(isinstance(f, ConsoleTracebackFilter) for f in h.filters):
                 h.addFilter(ConsoleTracebackFilter())
+    root = logging.getLogger()
+    if not any(isinstance(h, logging.FileHandler) and getattr(h, "_fade_log", False) for h in root.handlers):
+        try:
+            handler = logging.FileHandler(log_path(command))
+        except OSError:
+            return
+        handler._fade_log = True  # type: ignore[attr-defined]
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+        for lg in loggers:  # loggers that do not propagate (Prefect's) write to the file too
+            if not lg.propagate and lg.handlers:
+                lg.addHandler(handler)

@@ -23,12 +23,14 @@ SetOpt = Annotated[
 
 
 def load_config(params: Path, overrides: list[str] | None) -> fconfig.Config:
-    """Validate params + overrides once; on error print the offending keys and exit 2 before any work."""
-    try:
-        return apply_sandbox_settings(fconfig.load(params, overrides or []))
-    except fconfig.ConfigError as e:
-        typer.secho(f"fade: {e}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    """Validate params + overrides once (a ConfigError names the offending keys: the CLI's error handler
+    prints it and exits 2 before any work); then, under a `fade` command that runs flows, start (or reuse)
+    the one Prefect API of the command (flows.prefect_api)."""
+    from flows import prefect_api
+
+    cfg = apply_sandbox_settings(fconfig.load(params, overrides or []))
+    prefect_api.start_if_armed()
+    return cfg
 
 
 def apply_sandbox_settings(cfg: fconfig.Config) -> fconfig.Config:
@@ -48,7 +50,12 @@ def config_or_params(config: fconfig.Config | None, overrides: list[str] | None 
     return apply_sandbox_settings(cfg)
 
 
-def fail(command: str, error: Exception, code: int = 2) -> typer.Exit:
-    """Print ``fade <command>: <error>`` in red and return the Exit to raise (2: bad input, 1: missing input)."""
-    typer.secho(f"fade {command}: {error}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+def fail(command: str, error: Exception, code: int = 2) -> Exception:
+    """The error to raise for bad input a command found (``raise fail(...) from None``): the CLI's one
+    handler (flows/errors.py) prints ``fade <command>: <error>`` and exits 2. ``command`` and ``code`` are
+    kept for the callers' sake; every bad input exits 2 now (issue 16: one answer per kind of error)."""
+    from flows.errors import UserError
+
+    if isinstance(error, fconfig.ConfigError | UserError):
+        return error
+    return UserError(str(error))
