@@ -216,7 +216,8 @@ def evaluate_checkpoints(
 
     opts = opts or SamplingOptions()
     written: list[Path] = []
-    existing = {p.key: p for p in store.parts()} if skip_existing else {}
+    # a damaged part (undecodable, or rows that differ from its checksum) is not kept: it is evaluated again
+    existing = {p.key: p for p in store.parts(skip_damaged=True) if store.intact(p.path)} if skip_existing else {}
     for ident, path in checkpoints:
         todo = []
         for bench in problem_tables:

@@ -27,8 +27,8 @@ class DamagedFile(ValueError):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         self.path = Path(path)
-        self.problem = problem
-        super().__init__(f"{self.path}: damaged file: {problem}")
+        self.problem = " ".join(problem.split())  # one line: a library's multi-line message folded
+        super().__init__(f"{self.path}: damaged file: {self.problem}")
 
 
 def sha256_file(path: str | Path) -> str:
@@ -40,17 +40,19 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def manifest_files(folder: Path, skip_dirs: Iterable[str] = ()) -> list[Path]:
+def manifest_files(folder: Path, skip_dirs: Iterable[str] = (), skip_files: Iterable[str] = ()) -> list[Path]:
     """Every regular file under ``folder`` (relative paths, sorted) except the manifest itself, hidden
-    temporary files and the subfolders named in ``skip_dirs`` (which have manifests of their own)."""
+    temporary files, the subfolders named in ``skip_dirs`` (which have manifests of their own) and the
+    top-level files named in ``skip_files``."""
     skip = set(skip_dirs)
+    skip_top = set(skip_files)
     out = []
     for root, dirs, files in os.walk(folder):
         rel_root = Path(root).relative_to(folder)
         if rel_root == Path("."):
             dirs[:] = [d for d in dirs if d not in skip]
         for name in files:
-            if name == MANIFEST and rel_root == Path("."):
+            if rel_root == Path(".") and (name == MANIFEST or name in skip_top):
                 continue
             if name.startswith(".") and name.endswith(".tmp"):
                 continue
@@ -58,10 +60,11 @@ def manifest_files(folder: Path, skip_dirs: Iterable[str] = ()) -> list[Path]:
     return sorted(out)
 
 
-def write_manifest(folder: str | Path, skip_dirs: Iterable[str] = ()) -> Path:
+def write_manifest(folder: str | Path, skip_dirs: Iterable[str] = (), skip_files: Iterable[str] = ()) -> Path:
     """Write ``folder/SHA256SUMS`` over :func:`manifest_files` (through a temporary name and a rename)."""
     folder = Path(folder)
-    lines = [f"{sha256_file(folder / rel)}  {rel.as_posix()}\n" for rel in manifest_files(folder, skip_dirs)]
+    lines = [f"{sha256_file(folder / rel)}  {rel.as_posix()}\n"
+             for rel in manifest_files(folder, skip_dirs, skip_files)]
     tmp = folder / f".{MANIFEST}.{os.getpid()}.tmp"
     tmp.write_text("".join(lines))
     os.replace(tmp, folder / MANIFEST)

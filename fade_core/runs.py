@@ -142,10 +142,16 @@ def list_checkpoints(run: str | Path, *, resumable: bool = False) -> list[tuple[
     return sorted(out)
 
 
+SIDE_FILES = ("config.yaml", "warmstart.jsonl", "warmstart_eval.json", METRICS_JSONL, METRICS_DB)
+"""Files a model folder may hold beside the model (the warm start's log and resolved config, ...): written or
+rewritten after the model, so they are not in its manifest."""
+
+
 def seal_checkpoint(path: str | Path) -> Path:
-    """Record the sha256 of every file of a checkpoint folder (its ``SHA256SUMS``); call it last, before the
-    folder is renamed into place. A base-model folder's own ``checkpoints/`` are left to their own manifests."""
-    return write_manifest(path, skip_dirs=(CHECKPOINTS,))
+    """Record the sha256 of every model file of a checkpoint folder (its ``SHA256SUMS``); call it last,
+    before the folder is renamed into place. A base-model folder's own ``checkpoints/`` are left to their
+    own manifests, and its :data:`SIDE_FILES` are not model files."""
+    return write_manifest(path, skip_dirs=(CHECKPOINTS,), skip_files=SIDE_FILES)
 
 
 def verify_checkpoint(path: str | Path) -> bool:
@@ -159,9 +165,12 @@ def verify_checkpoint(path: str | Path) -> bool:
 
 
 def load_verified(load: Any, path: str | Path, **kwargs: Any) -> Any:
-    """``load(path, **kwargs)`` (e.g. fade_core.models.load) of a checkpoint folder checked first against its
-    SHA256SUMS; a file the loading library cannot read becomes :class:`~fade_core.integrity.DamagedFile`
-    naming the folder, instead of the library's traceback without it."""
+    """``load(path, **kwargs)`` (e.g. fade_core.models.load) of a model: a local folder is checked first
+    against its SHA256SUMS, and a file of it that the loading library cannot read becomes
+    :class:`~fade_core.integrity.DamagedFile` naming the folder, instead of the library's traceback without
+    it. Anything else (a hub id, ``builtin:tiny``) is loaded as it is."""
+    if not Path(path).is_dir():
+        return load(path, **kwargs)
     verify_checkpoint(path)
     try:
         return load(path, **kwargs)

@@ -212,13 +212,18 @@ def _column_types(path: Path) -> list[tuple[str, str]]:
 
 
 def verify_part(path: str | Path) -> bool:
-    """Decode a part and compare its rows with the ``fade.sha256`` recorded when it was written; raise
-    :class:`~fade_core.integrity.DamagedFile` naming the part when they differ or it cannot be decoded.
-    False: a part written before checksums existed (nothing to compare with)."""
+    """Decode a part with both readers the store uses (pyarrow, and DuckDB, which the aggregate queries
+    with) and compare each one's rows with the ``fade.sha256`` recorded when it was written; raise
+    :class:`~fade_core.integrity.DamagedFile` naming the part when they differ or it cannot be decoded
+    (the two readers trust different parts of a damaged footer). False: a part written before checksums
+    existed (nothing to compare with)."""
     path = Path(path)
     try:
         table = pq.read_table(path)
         column_types = _column_types(path)
+        with duckdb.connect() as con:
+            literal = str(path).replace("'", "''")
+            duck = con.sql(f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM read_parquet('{literal}')").to_arrow_table()
     except (pa.ArrowException, OSError, ValueError, duckdb.Error) as e:
         raise DamagedFile(path, f"cannot be decoded as Parquet ({type(e).__name__}: {e})") from e
     meta = table.schema.metadata or {}
@@ -227,9 +232,15 @@ def verify_part(path: str | Path) -> bool:
         return False
     if column_types != _sample_column_types():
         raise DamagedFile(path, "its Parquet column types differ from the store's schema")
-    actual = content_digest(table.replace_schema_metadata(None), meta.get(META_KEY, b""))
-    if actual != recorded.decode(errors="replace"):
-        raise DamagedFile(path, "its rows differ from the sha256 recorded when it was written (bits changed since)")
+    expected = recorded.decode(errors="replace")
+    plain = table.replace_schema_metadata(None)
+    try:
+        duck = duck.cast(plain.schema)
+    except (pa.ArrowException, ValueError) as e:
+        raise DamagedFile(path, f"DuckDB decodes other column types ({e})") from e
+    for decoded in (plain, duck):
+        if content_digest(decoded, meta.get(META_KEY, b"")) != expected:
+            raise DamagedFile(path, "its rows differ from the sha256 recorded when it was written (bits changed since)")
     return True
 
 
@@ -308,17 +319,23 @@ class ResultsStore:
     def part_files(self) -> list[Path]:
         return sorted(self.samples_dir.rglob("step-*.parquet"))
 
-    def parts(self) -> list[PartInfo]:
-        """Every committed evaluation with its row count and ``fade.eval`` metadata."""
+    def parts(self, *, skip_damaged: bool = False) -> list[PartInfo]:
+        """Every committed evaluation with its row count and ``fade.eval`` metadata. A part that cannot be
+        decoded raises :class:`~fade_core.integrity.DamagedFile` naming it, or (``skip_damaged``, a resume
+        that will redo it) is left out; :meth:`verify` checks the rows too."""
         out = []
         for p in self.part_files():
             try:
                 md = pq.read_metadata(p)
+                raw = (md.metadata or {}).get(META_KEY, b"{}")
+                meta = json.loads(raw)
+                first = pq.read_table(p, columns=list(KEY_COLUMNS)).slice(0, 1).to_pylist()
             except FileNotFoundError:  # deleted between glob and open
                 continue
-            raw = (md.metadata or {}).get(META_KEY, b"{}")
-            meta = json.loads(raw)
-            first = pq.read_table(p, columns=list(KEY_COLUMNS)).slice(0, 1).to_pylist()
+            except (pa.ArrowException, OSError, ValueError) as e:
+                if skip_damaged:
+                    continue
+                raise DamagedFile(p, f"cannot be decoded as Parquet ({type(e).__name__}: {e})") from e
             if not first:
                 continue
             k = first[0]

@@ -52,6 +52,7 @@ from fade_core.runs import (
     PROMPT_FILE,
     MetricsLog,
     checkpoint_dir,
+    load_verified,
     problems_digest,
     resume_candidates,
     run_id,
@@ -164,7 +165,7 @@ class Trainer:
     # ------------------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg = self.cfg
-        model, self.tokenizer = models.load(self.base_model, **models.load_options(cfg.model))
+        model, self.tokenizer = load_verified(models.load, self.base_model, **models.load_options(cfg.model))
         if cfg.model.gradient_checkpointing:
             models.enable_activation_checkpointing(model)
         model.to(self.device).train()
@@ -199,7 +200,7 @@ class Trainer:
 
     def _load_ref(self) -> None:
         if self.ref_model is None and (self.tcfg.kl_coef > 0 or self.tcfg.kl_target_validity is not None):
-            ref, _ = models.load(self.base_model, **models.load_options(self.cfg.model))
+            ref, _ = load_verified(models.load, self.base_model, **models.load_options(self.cfg.model))
             self.ref_model = ref.to(self.device).eval().requires_grad_(False)
 
     # ------------------------------------------------------------------------------ sampling + scoring

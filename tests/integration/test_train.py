@@ -188,3 +188,16 @@ def test_missing_base_model_is_a_clear_error(tmp_path: Path) -> None:
     cfg = config.load(None, micro_overrides(tmp_path, **{"warmstart.out_dir": str(tmp_path / "nothing")}))
     with pytest.raises(FileNotFoundError, match="fade warmstart"):
         Trainer(cfg)
+
+
+def test_resume_falls_back_past_a_damaged_checkpoint(tmp_path: Path, base_model: Path, caplog) -> None:
+    """Issue 16 point 7: the newest checkpoint's trainer_state.pt truncated (a crash mid-copy, a full disk):
+    resume names the file, warns, and continues from the checkpoint before it."""
+    cfg = config.load(None, micro_overrides(tmp_path))
+    Trainer(cfg, base_model=str(base_model), run_dir=tmp_path / "cut", stop_after=5).train()  # checkpoints 2, 4
+    state = tmp_path / "cut/checkpoints/step-4" / STATE_FILE
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="fade_core.train.trainer"):
+        res = Trainer(cfg, base_model=str(base_model), run_dir=tmp_path / "cut").train()
+    assert res.resumed_from == 2 and res.last_metrics["step"] == 6
+    assert any(str(state) in r.getMessage() and "damaged file" in r.getMessage() for r in caplog.records)
