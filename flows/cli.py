@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,34 +27,97 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-from flows import (  # noqa: E402  (after the telemetry switches)
-    aggregate,
-    atlas,
-    errors,
-    evaluate,
-    params,
-    pipeline,
-    prefect_api,
-    prepare,
-    report,
-    study,
-    sweep,
-    train,
-    verify,
-    warmstart,
-)
+from flows import errors, prefect_api  # noqa: E402  (light: no Prefect, torch or flows imported)
 
-app = typer.Typer(
-    name="fade",
-    help="fade: compare, explain and reproduce RLVR advantage functions (FADE and static baselines).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+HELP = "fade: compare, explain and reproduce RLVR advantage functions (FADE and static baselines)."
 
-# Stage modules that register commands; listed in pipeline order.
-COMMAND_MODULES = [pipeline, params, atlas, prepare, warmstart, train, evaluate, aggregate, report, verify, sweep,
-                   study]
+COMMANDS: dict[str, str] = {
+    "run": "Run the whole comparison (prepare, warmstart, train every arm x seed, evaluate, aggregate, report).",
+    "params": "Validate and print the resolved parameters (or write them, with one line of help per key).",
+    "atlas": "Write atlas.csv (every method's exact m_S(p), m_F(p)) and atlas.png / atlas.svg into --out.",
+    "prepare": "Write data/problems/<benchmark>.parquet for each configured benchmark, and the data card.",
+    "warmstart": "Pre-train the built-in tiny model on countdown (correct_fraction knob) -> warmstart.out_dir.",
+    "train": "RL-train the base model with an advantage method; records metrics and checkpoints under runs/<run_id>/.",
+    "evaluate": "Sample eval.n_samples completions per problem from checkpoints, score them, store one row per sample.",
+    "aggregate": "pass@k (SQL, unbiased), frontier, steps-to-peak, seed statistics -> results.duckdb + exports.",
+    "report": "Figures (PNG/SVG) and a self-contained index.html of the aggregated results and the runs' records.",
+    "verify": "Score a samples file against a problems file and print a summary (or, with --self-test, print what "
+              "the sandbox guarantees here).",
+    "sweep": "Sweep the static baselines: methods x seeds x grid, cached and retried; then evaluate and report.",
+    "study": "The FADE paper's claims checked on fade's own runs (see `fade study run --help`).",
+}
+"""Every command and its one-line help, in pipeline order: what `fade --help` prints without importing the
+stage modules (each imports Prefect, and most torch and transformers). tests/unit/test_cli.py checks
+it against the commands the modules register."""
+
+
+def new_app() -> typer.Typer:
+    return typer.Typer(name="fade", help=HELP, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_enable=False)
+
+
+def build_app() -> typer.Typer:
+    """The full CLI: every stage module's commands (imported here, where they are used), each guarded."""
+    from flows import (
+        aggregate,
+        atlas,
+        evaluate,
+        params,
+        pipeline,
+        prepare,
+        report,
+        study,
+        sweep,
+        train,
+        verify,
+        warmstart,
+    )
+
+    full = new_app()
+    for module in (pipeline, params, atlas, prepare, warmstart, train, evaluate, aggregate, report, verify, sweep,
+                   study):
+        module.register(full)
+    guard_commands(full)
+    return full
+
+
+def params_app() -> typer.Typer:
+    """`fade params` alone: its module imports the config, not Prefect or the flows."""
+    from flows import params
+
+    light = new_app()
+    params.register(light)
+
+    @light.callback()
+    def _group() -> None:  # keeps `params` a subcommand
+        pass
+
+    guard_commands(light)
+    return light
+
+
+_full_app: typer.Typer | None = None
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``flows.cli.app``: the full CLI, built on first use (tests and ``python -m flows.cli``)."""
+    global _full_app
+    if name == "app":
+        if _full_app is None:
+            _full_app = build_app()
+        return _full_app
+    raise AttributeError(name)
+
+
+def print_help() -> None:
+    """`fade --help` from :data:`COMMANDS` (the same text the full CLI's help gives, without its imports)."""
+    width = max(map(len, COMMANDS))
+    lines = ["Usage: fade [OPTIONS] COMMAND [ARGS]...", "", f"  {HELP}", "", "Options:",
+             "  --help  Show this message and exit.", "", "Commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    lines += ["", "  fade COMMAND --help shows a command's options."]
+    print("\n".join(lines))
+
 
 API_COMMANDS = frozenset({"run", "prepare", "warmstart", "train", "evaluate", "aggregate", "report", "sweep",
                           "study run"})
@@ -105,19 +169,18 @@ def guard_commands(typer_app: typer.Typer, prefix: str = "") -> None:
             guard_commands(group.typer_instance, (prefix + " " + (group.name or "")).strip())
 
 
-for _module in COMMAND_MODULES:
-    _module.register(app)
-guard_commands(app)
-
-
 def main() -> None:
     """The `fade` entry point: SIGTERM stops the command like Ctrl-C (exit 143), and commands that run flows
-    share one Prefect API."""
+    share one Prefect API. `fade --help` and `fade params` answer without importing the stage modules."""
     global _in_cli_process
     _in_cli_process = True
     signal.signal(signal.SIGTERM, _on_sigterm)
+    args = sys.argv[1:]
+    if not args or args[0] in ("--help", "-h"):
+        print_help()
+        raise SystemExit(0 if args else 2)
     try:
-        app()
+        (params_app() if args[0] == "params" else __getattr__("app"))(prog_name="fade")
     finally:
         prefect_api.stop()
 

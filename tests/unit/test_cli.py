@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import typer
+import typer.main
 from typer.testing import CliRunner
 
 from fade_core.config import ConfigError
@@ -170,3 +171,37 @@ def test_prefect_api_url_is_reused_and_a_dead_one_named(monkeypatch):
     monkeypatch.setenv("FADE_API_STARTUP_TIMEOUT", "1")
     with pytest.raises(errors.ApiUnavailable, match="does not answer; start that server"):
         prefect_api.start()
+
+
+# ------------------------------------------------------------------------------------ a light CLI
+HEAVY = ("torch", "transformers", "prefect", "dask", "flows.pipeline", "tasks")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["params", "--set", "train.steps=3"], ["params", "--set", "x=1"]])
+def test_help_and_params_do_not_import_prefect_or_transformers(args, tmp_path):
+    """Issue 16 point 3: `fade --help`, `fade params` and its validation errors parse and answer before any
+    stage module, Prefect or transformers is imported. (torch is still imported by `fade params`: the
+    advantage registry that validates train.method imports it; see the report.)"""
+    probe = ("import sys, runpy; sys.argv = ['fade', *sys.argv[1:]]\n"
+             "from flows import cli\n"
+             "try:\n    cli.main()\nexcept SystemExit as e:\n    code = e.code\n"
+             "heavy = sorted({m.split('.')[0] if not m.startswith('flows.') else m for m in sys.modules}"
+             f" & set({HEAVY!r}))\n"
+             "print('HEAVY', heavy, 'EXIT', code, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300, env={**os.environ, "FADE_LOG_DIR": str(tmp_path)})
+    last = proc.stderr.strip().splitlines()[-1]
+    allowed = ("HEAVY ['torch'] EXIT", "HEAVY [] EXIT") if args[0] == "params" else ("HEAVY [] EXIT",)
+    assert last.startswith(allowed), proc.stderr
+    assert last.endswith("EXIT 0" if args[-1] != "x=1" else "EXIT 2"), proc.stderr
+
+
+def test_the_fast_help_lists_what_the_modules_register():
+    import click
+
+    command = typer.main.get_command(app)
+    ctx = click.Context(command)
+    registered = {n: command.get_command(ctx, n).get_short_help_str(limit=500) for n in command.list_commands(ctx)}
+    from flows.cli import COMMANDS
+
+    assert registered == COMMANDS
