@@ -255,7 +255,7 @@ class EvalConfig(Section):
     seed: int = Field(0, description="Sampling seed of evaluation (same seed, same checkpoint: same samples).")
     max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens, else the benchmark's prompt template's).")
     prompts_per_batch: int = Field(16, ge=1, description="Problems sampled per engine call (n samples each).")
-    skip_existing: bool = Field(False, description="Keep results already stored for a (run, benchmark, step) with the same n_samples.")
+    skip_existing: bool = Field(True, description="Keep results already stored (and intact) for a (run, benchmark, step) with the same n_samples: a rerun evaluates only what is missing.")
     flag_n_per_k: float = Field(2.0, ge=1, description="Flag pass@k estimated from fewer than flag_n_per_k * k samples of a problem.")
 
     @model_validator(mode="after")
