@@ -205,3 +205,39 @@ def test_the_fast_help_lists_what_the_modules_register():
     from flows.cli import COMMANDS
 
     assert registered == COMMANDS
+
+
+def test_sigterm_stops_a_command_with_one_line_and_exit_143(tmp_path):
+    """A scheduler's SIGTERM is handled like Ctrl-C (the command's finally blocks run: workers, API server)."""
+    import signal
+    import time
+
+    code = textwrap.dedent("""
+        import signal, sys, time
+        from flows import cli
+        app = cli.new_app()
+
+        @app.command("wait")
+        def wait() -> None:
+            try:
+                print("ready", flush=True)
+                time.sleep(60)
+            finally:
+                print("cleaned up", flush=True)
+
+        @app.command("other")
+        def other() -> None:
+            pass
+
+        cli.guard_commands(app)
+        signal.signal(signal.SIGTERM, cli._on_sigterm)
+        app(["wait"], prog_name="fade")
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "FADE_LOG_DIR": str(tmp_path)})
+    assert proc.stdout.readline().strip() == "ready"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and time.monotonic() - t0 < 10
+    assert out.strip() == "cleaned up" and err.strip() == "fade wait: stopped by SIGTERM"
