@@ -521,54 +521,15 @@ def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = 
     if path is not None:
         p = Path(path)
         if p.exists():
-            raw = read_params_file(p)
+            from fade_core.params_file import ParamsFileError, read_params_file
+
+            try:
+                raw = read_params_file(p)
+            except ParamsFileError as e:
+                raise ConfigError(str(e)) from None
         elif str(path) != "params.yaml":
             raise ConfigError(f"params file {p} does not exist")
     return from_dict(raw, overrides)
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml's safe loader, except that a key given twice in one mapping is an error (PyYAML keeps the last
-    silently)."""
-
-
-def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: dict[Any, int] = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        line = key_node.start_mark.line + 1
-        if key in seen:
-            raise ConfigError(f"{loader.name}: line {line}: key {key!r} given twice (first at line {seen[key]}); "
-                              "keep one")
-        seen[key] = line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
-def read_params_file(path: Path) -> dict[str, Any]:
-    """The mapping of a params file, or a ConfigError naming the file: not UTF-8 text (with the byte
-    offset), not YAML, a key given twice, or not a mapping of sections."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r}); "
-                          "save it as UTF-8") from None
-    try:
-        loader = _UniqueKeyLoader(text)
-        loader.name = str(path)
-        try:
-            raw = loader.get_single_data()
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections (data:, train:, ...), got {type(raw).__name__}")
-    return raw
 
 
 def save(cfg: Config, path: str | Path) -> Path:
