@@ -3,7 +3,8 @@
     exit 0    done
     exit 1    the run failed (a bug, a crashed worker, the Prefect API could not be reached)
     exit 2    bad input or configuration: a key, a file or a folder the user named is wrong, missing or damaged
-    exit 130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM (fade.shutdown stops everything first)
+    exit 130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM (the command's finally blocks run first: workers,
+              the Prefect API server)
 
 Every error prints ``fade <command>: <what>`` once, on stderr; the full traceback goes to the command's
 log file (:func:`log_path`), whose path the line names. Nothing else prints tracebacks: Prefect's console
@@ -36,7 +37,7 @@ class ApiUnavailable(RuntimeError):
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: raised in the main thread by fade.shutdown's handler (a BaseException, so
+    """SIGTERM arrived: raised in the main thread by flows.cli's signal handler (a BaseException, so
     that ``except Exception`` in a library does not swallow it)."""
 
     def __init__(self, signum: int) -> None:
