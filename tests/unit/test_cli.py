@@ -4,6 +4,7 @@ retried and cleaned up, and a PREFECT_API_URL that is reused."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import subprocess
@@ -241,3 +242,35 @@ def test_sigterm_stops_a_command_with_one_line_and_exit_143(tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143 and time.monotonic() - t0 < 10
     assert out.strip() == "cleaned up" and err.strip() == "fade wait: stopped by SIGTERM"
+
+
+def test_the_server_ends_with_a_killed_fade_process(tmp_path):
+    """SIGKILL runs no finally: the server still ends (PR_SET_PDEATHSIG), no orphaned uvicorn (issue 16 point 11)."""
+    import signal
+    import time
+
+    code = textwrap.dedent(f"""
+        import os, sys, time
+        from flows import prefect_api
+        prefect_api._server_command = lambda port: [sys.executable, "-c", {FAKE_SERVER!r}, "--port", str(port)]
+        prefect_api.start()
+        print(prefect_api.server_pid(), flush=True)
+        time.sleep(60)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={**env, "FADE_LOG_DIR": str(tmp_path)})
+    server = int(proc.stdout.readline())
+    os.kill(server, 0)  # running
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(server, os.WNOHANG)
+    pytest.fail(f"server {server} outlived the killed fade process")
