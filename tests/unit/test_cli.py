@@ -169,6 +169,7 @@ def test_prefect_api_url_is_reused_and_a_dead_one_named(monkeypatch):
         assert os.environ["PREFECT_API_URL"] == url  # the user's setting is left as it was
     finally:
         server.shutdown()
+        server.server_close()
     monkeypatch.setenv("FADE_API_STARTUP_TIMEOUT", "1")
     with pytest.raises(errors.ApiUnavailable, match="does not answer; start that server"):
         prefect_api.start()

@@ -75,7 +75,7 @@ def test_single_bit_flips_in_a_results_part_never_change_rows_silently(tmp_path)
     before = store.read().sort_values(["problem_id", "sample_index"]).reset_index(drop=True)
     assert verify_part(path) is True
     detected = unchanged = 0
-    for offset in range(4, len(original) - 8, max(1, len(original) // 150)):
+    for offset in range(4, len(original) - 8, max(1, len(original) // 80)):
         flipped = bytearray(original)
         flipped[offset] ^= 1 << (offset % 8)
         path.write_bytes(bytes(flipped))
@@ -88,6 +88,6 @@ def test_single_bit_flips_in_a_results_part_never_change_rows_silently(tmp_path)
         after = store.read().sort_values(["problem_id", "sample_index"]).reset_index(drop=True)
         assert after.equals(before), f"bit flip at byte {offset} changed rows without an error"
         unchanged += 1
-    assert detected > 50  # most bytes of a part are data: flipping them is caught
+    assert detected > 25  # most bytes of a part are data: flipping them is caught
     path.write_bytes(original)
     assert store.verify() == 1
