@@ -15,6 +15,21 @@ import typer
 from fade_core import config as fconfig
 
 PARAMS_FILE = "params.yaml"
+
+# `fade run --quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
+QUICK_OVERRIDES = [
+    "warmstart.steps=300",
+    "train.steps=20",
+    "train.checkpoint_every=10",
+    "eval.n_samples=16",
+    "eval.ks=[1, 4, 16]",
+    "eval.max_problems=40",
+    "pipeline.seeds=[0]",
+]
+
+SWEEP_DEFAULTS = ["eval.checkpoints=last", "eval.skip_existing=true"]
+"""A sweep's defaults on top of params.yaml (``--set`` wins): evaluate each run's last checkpoint, and keep
+evaluations already stored (a nightly sweep re-evaluates nothing it has)."""
 ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="params.yaml to read (missing: all defaults).")]
 SetOpt = Annotated[
     list[str] | None,
@@ -48,6 +63,32 @@ def config_or_params(config: fconfig.Config | None, overrides: list[str] | None 
     """``config``, or (None: a deployment run) params.yaml of the working directory with ``overrides``."""
     cfg = config if config is not None else fconfig.load(PARAMS_FILE, list(overrides or []))
     return apply_sandbox_settings(cfg)
+
+
+def command_overrides(args: list[str]) -> tuple[Path, list[str]] | None:
+    """(params file, overrides) that the command line ``args`` (after ``fade``) validates first, as its command
+    does (with `fade run --quick`'s, `fade sweep`'s and `fade train --method`'s presets before the user's
+    ``--set``), read without importing the command's module; None when the command takes no config or asks
+    for help. The CLI checks them before it imports any stage module, so a bad key costs no heavy import."""
+    if not args or args[0] in ("verify", "study") or "--help" in args or "-h" in args:
+        return None  # verify takes no config; study adds defaults of its own after the user's keys
+    params, sets, presets = Path(PARAMS_FILE), [], []
+    rest = iter(args[1:])
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        if name in ("--set", "-s", "--params", "-p") or (args[0] == "train" and name in ("--method", "-m")):
+            value = value if eq else next(rest, "")
+            if name in ("--set", "-s"):
+                sets.append(value)
+            elif name in ("--params", "-p"):
+                params = Path(value)
+            else:
+                presets.append(f"train.method={value}")
+        elif arg == "--quick" and args[0] == "run":
+            presets = QUICK_OVERRIDES + presets
+    if args[0] == "sweep":
+        presets = SWEEP_DEFAULTS + presets
+    return params, presets + sets
 
 
 def fail(command: str, error: Exception, code: int = 2) -> Exception:

@@ -26,18 +26,7 @@ from prefect import flow, get_run_logger
 from fade_core import config as fconfig
 from fade_core import plan
 from flows import progress
-from flows.options import ParamsOpt, SetOpt, config_or_params, load_config
-
-# `--quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
-QUICK_OVERRIDES = [
-    "warmstart.steps=300",
-    "train.steps=20",
-    "train.checkpoint_every=10",
-    "eval.n_samples=16",
-    "eval.ks=[1, 4, 16]",
-    "eval.max_problems=40",
-    "pipeline.seeds=[0]",
-]
+from flows.options import QUICK_OVERRIDES, ParamsOpt, SetOpt, config_or_params, load_config
 
 
 def task_runner(cfg: fconfig.Config):

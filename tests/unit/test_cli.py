@@ -179,11 +179,12 @@ def test_prefect_api_url_is_reused_and_a_dead_one_named(monkeypatch):
 HEAVY = ("torch", "transformers", "prefect", "dask", "flows.pipeline", "tasks")
 
 
-@pytest.mark.parametrize("args", [["--help"], ["params", "--set", "train.steps=3"], ["params", "--set", "x=1"]])
-def test_help_and_params_do_not_import_prefect_or_transformers(args, tmp_path):
-    """Issue 16 point 3: `fade --help`, `fade params` and its validation errors parse and answer before any
-    stage module, Prefect or transformers is imported. (torch is still imported by `fade params`: the
-    advantage registry that validates train.method imports it; see the report.)"""
+@pytest.mark.parametrize("args", [["--help"], ["params", "--set", "train.steps=3"], ["params", "--set", "x=1"],
+                                  ["run", "--quick", "--set", "train.eps_low=2"], ["aggregate", "--set=x=1"]])
+def test_help_params_and_config_errors_do_not_import_prefect_or_transformers(args, tmp_path):
+    """Issue 16 point 3: `fade --help`, `fade params` and a command whose config does not validate answer
+    before any stage module, Prefect or transformers is imported. (torch is still imported when a config
+    reaches the advantage registry, which imports it at module level: a valid `fade params`.)"""
     probe = ("import sys, runpy; sys.argv = ['fade', *sys.argv[1:]]\n"
              "from flows import cli\n"
              "try:\n    cli.main()\nexcept SystemExit as e:\n    code = e.code\n"
@@ -195,7 +196,20 @@ def test_help_and_params_do_not_import_prefect_or_transformers(args, tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     allowed = ("HEAVY ['torch'] EXIT", "HEAVY [] EXIT") if args[0] == "params" else ("HEAVY [] EXIT",)
     assert last.startswith(allowed), proc.stderr
-    assert last.endswith("EXIT 0" if args[-1] != "x=1" else "EXIT 2"), proc.stderr
+    assert last.endswith("EXIT 0" if args[-1] == "train.steps=3" or args == ["--help"] else "EXIT 2"), proc.stderr
+
+
+def test_command_overrides_are_what_each_command_validates_first():
+    from flows.options import QUICK_OVERRIDES, SWEEP_DEFAULTS, command_overrides
+
+    assert command_overrides(["run", "--quick", "-s", "a=1", "--params", "p.yaml"]) == \
+        (Path("p.yaml"), [*QUICK_OVERRIDES, "a=1"])
+    assert command_overrides(["train", "-m", "power", "--set=train.params.alpha=2"]) == \
+        (Path("params.yaml"), ["train.method=power", "train.params.alpha=2"])
+    assert command_overrides(["sweep", "--set", "b=2"]) == (Path("params.yaml"), [*SWEEP_DEFAULTS, "b=2"])
+    assert command_overrides(["atlas", "-m", "grpo"]) == (Path("params.yaml"), [])  # -m is --methods there
+    for none in (["verify", "x"], ["study", "run"], ["run", "--help"]):
+        assert command_overrides(none) is None
 
 
 def test_the_fast_help_lists_what_the_modules_register():
