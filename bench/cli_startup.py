@@ -1,4 +1,5 @@
-"""CPU seconds of `fade --help` and `fade params`: this checkout's CLI against the CLI at a git ref, in one run.
+"""CPU seconds of `fade --help`, `fade params` and a config error: this checkout's CLI against the CLI at a git
+ref, in one run.
 
     python bench/cli_startup.py [--ref main] [--rounds 5]
 
@@ -23,7 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS = {"fade --help": ["--help"], "fade params": ["params"]}
+COMMANDS = {"fade --help": (["--help"], 0), "fade params": (["params"], 0),
+            "fade run --set train.nope=1 (a config error)": (["run", "--set", "train.nope=1"], 2)}
+"""Command line after `fade`, and the exit status it must end with (the error is one on both sides: exit 2)."""
 ENTRY = "import sys; from flows.cli import main; sys.argv[0] = 'fade'; main()"
 
 
@@ -37,7 +40,7 @@ def export(ref: str, dest: Path) -> Path:
     return dest / "tree"
 
 
-def cpu_seconds(tree: Path, args: list[str], cwd: Path) -> tuple[float, float]:
+def cpu_seconds(tree: Path, args: list[str], expect: int, cwd: Path) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one `fade ARGS` run from ``tree``."""
     env = {**os.environ, "PYTHONPATH": str(tree), "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -45,7 +48,7 @@ def cpu_seconds(tree: Path, args: list[str], cwd: Path) -> tuple[float, float]:
     proc = subprocess.run([sys.executable, "-c", ENTRY, *args], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
+    if proc.returncode != expect:
         raise SystemExit(f"{tree}: fade {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
@@ -61,9 +64,9 @@ def main() -> None:
         cwd.mkdir()
         results: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(a.rounds):
-            for name, args in COMMANDS.items():
+            for name, (args, expect) in COMMANDS.items():
                 for side, tree in (("this checkout", ROOT), (f"`{a.ref}`", peer)):
-                    results.setdefault((name, side), []).append(cpu_seconds(tree, args, cwd))
+                    results.setdefault((name, side), []).append(cpu_seconds(tree, args, expect, cwd))
     load = os.getloadavg()[0]
     print(f"rounds: {a.rounds}, median per side; load average {load:.1f}; Python {sys.version.split()[0]}\n")
     print("| command | side | CPU s | wall s | CPU ratio peer / this |")
