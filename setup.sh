@@ -26,10 +26,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# Each step says what it does and how long it took (pip is quiet; the dependency install takes minutes).
+SECONDS=0
+step() { echo "setup: $* ..."; STEP_START=$SECONDS; }
+done_step() { echo "setup:   done in $((SECONDS - STEP_START)) s"; }
+
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if [ ! -x .venv/bin/python ]; then
+  step "creating the virtualenv .venv with $("$PY" --version 2>&1)"
+  "$PY" -m venv .venv
+  done_step
+fi
 # torch first and pinned: the CPU wheel on local disk; any other spec pulls a multi-GB CUDA build.
+step "installing torch 2.13.0 (CPU wheel; ~1 GB when not cached)"
 .venv/bin/pip install -q torch==2.13.0
+done_step
+step "installing fade and its dependencies [${FADE_EXTRAS:-dev}] (Prefect, Dask, DVC, transformers, ...: several minutes on a cold cache)"
 .venv/bin/pip install -q -e ".[${FADE_EXTRAS:-dev}]"
-echo "setup: done (.venv ready; run .venv/bin/fade --help)"
+done_step
+echo "setup: done in ${SECONDS} s (.venv ready; run .venv/bin/fade --help)"

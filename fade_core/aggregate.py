@@ -386,6 +386,7 @@ def aggregate(
     store = ResultsStore(results_dir)
     if not store.part_files():
         raise FileNotFoundError(f"{store.samples_dir}: no evaluated samples (run `fade evaluate` first)")
+    store.verify()  # a part whose rows changed since it was written: DamagedFile naming it, before any table
     train, configs = load_training_records(runs_dir)
     db_path = Path(database) if database is not None else results_dir / "results.duckdb"
     with atomic_duckdb(db_path) as con:

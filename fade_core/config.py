@@ -203,7 +203,7 @@ class TrainConfig(Section):
     warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
     ppo_epochs: int = Field(1, ge=1, description="Passes over each rollout batch.")
     minibatches: int = Field(2, ge=1, description="Mini-batch updates per pass (several, so ratios and clipping matter).")
-    eps_low: float = Field(0.2, ge=0, description="PPO clip below: ratio >= 1 - eps_low.")
+    eps_low: float = Field(0.2, ge=0, lt=1, description="PPO clip below: ratio >= 1 - eps_low (below 1: a ratio is positive).")
     eps_high: float = Field(0.2, ge=0, description="PPO clip above: ratio <= 1 + eps_high (DAPO: 0.28).")
     dual_clip: float | None = Field(None, gt=1, description="Dual-clip constant c (> 1) for negative advantages; null disables.")
     loss_agg: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"] = Field(
@@ -237,10 +237,16 @@ class RolloutConfig(Section):
 
 
 # --------------------------------------------------------------------------------------------- eval
+DEFAULT_KS = (1, 10, 100)
+
+
 class EvalConfig(Section):
     benchmarks: list[str] = Field(["countdown"], description="Prepared benchmarks to evaluate checkpoints on.")
     n_samples: int = Field(32, ge=1, description="Samples per problem (n >= the largest k).")
-    ks: list[int] = Field([1, 10, 100], description="k values of pass@k (those <= n are computed).")
+    ks: list[int] = Field(
+        [1, 10, 100], min_length=1,
+        description="k values of pass@k, each 1 <= k <= n_samples (left unset: those of 1, 10, 100 up to n_samples).",
+    )
     max_problems: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each benchmark.")
     checkpoints: Literal["all", "last"] = Field("all", description="Which checkpoints of a run to evaluate.")
     temperature: float = Field(1.0, gt=0, description="Sampling temperature at evaluation.")
@@ -249,8 +255,15 @@ class EvalConfig(Section):
     seed: int = Field(0, description="Sampling seed of evaluation (same seed, same checkpoint: same samples).")
     max_new_tokens: int | None = Field(None, ge=1, description="Generation budget at evaluation (null: rollout.max_new_tokens, else the benchmark's prompt template's).")
     prompts_per_batch: int = Field(16, ge=1, description="Problems sampled per engine call (n samples each).")
-    skip_existing: bool = Field(False, description="Keep results already stored for a (run, benchmark, step) with the same n_samples.")
+    skip_existing: bool = Field(True, description="Keep results already stored (and intact) for a (run, benchmark, step) with the same n_samples: a rerun evaluates only what is missing.")
     flag_n_per_k: float = Field(2.0, ge=1, description="Flag pass@k estimated from fewer than flag_n_per_k * k samples of a problem.")
+
+    @model_validator(mode="after")
+    def _default_ks_fit_n(self) -> EvalConfig:
+        """ks left unset: the default k values that n_samples can estimate (given ones are checked, not cut)."""
+        if "ks" not in self.model_fields_set:
+            self.ks = [k for k in DEFAULT_KS if k <= self.n_samples] or [1]
+        return self
 
 
 # ----------------------------------------------------------------------------------------- pipeline
@@ -367,8 +380,14 @@ class Config(Section):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
-        if self.eval.n_samples < min(self.eval.ks):
-            raise ValueError(f"eval.n_samples={self.eval.n_samples} is below every k in eval.ks={self.eval.ks}")
+        bad_k = [k for k in self.eval.ks if k < 1]
+        if bad_k:
+            raise ValueError(f"eval.ks: k must be at least 1 (got {bad_k} in {self.eval.ks})")
+        above = [k for k in self.eval.ks if k > self.eval.n_samples]
+        if above:
+            raise ValueError(f"eval.ks: {above} above eval.n_samples={self.eval.n_samples} (pass@k needs n >= k "
+                             "samples per problem): drop those k or raise eval.n_samples")
+        _check_benchmarks(self)
         _check_methods(self)
         return self
 
@@ -447,18 +466,53 @@ def from_dict(d: dict[str, Any], overrides: list[str] | None = None) -> Config:
         raise ConfigError(_format_errors(e)) from None
 
 
+def _check_benchmarks(cfg: Config) -> None:
+    """train.benchmark and eval.benchmarks must be benchmarks some loader reads (fade_core.data.is_known),
+    named here rather than as a missing file after the preceding stages ran."""
+    from fade_core import data
+
+    for where, names in (("train.benchmark", [cfg.train.benchmark]), ("eval.benchmarks", cfg.eval.benchmarks)):
+        unknown = [b for b in names if not data.is_known(b)]
+        if unknown:
+            raise ValueError(f"{where}: unknown benchmark(s) {unknown}; known: {', '.join(data.benchmarks())}, "
+                             "math-<name>, code-<name>")
+
+
 def _check_methods(cfg: Config) -> None:
     """Validate method names and parameters against the advantage registry, naming the key (part of every
-    Config validation, so a config sent as a mapping, e.g. to a deployment, is checked the same way)."""
+    Config validation, so a config sent as a mapping, e.g. to a deployment, is checked the same way), and
+    refuse a method that cannot learn at train.group_size: one whose advantage is 0 for every reward
+    (a within-group baseline with one rollout per group, e.g. grpo at group_size=1)."""
     from fade_core import advantages
 
     checks = [("train", cfg.train.method, cfg.train.params)]
     checks += [(f"pipeline.arms.{k}", a.method, a.params) for k, a in cfg.pipeline.arms.items()]
     for where, method, params in checks:
         try:
-            advantages.build(method, **params)
+            adv = advantages.build(method, **params)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
+        if always_zero_advantage(adv, cfg.train.group_size):
+            raise ValueError(f"{where}: method {method!r} gives advantage 0 to every rollout at train.group_size="
+                             f"{cfg.train.group_size} (one rollout has no group baseline): raise train.group_size")
+
+
+def always_zero_advantage(adv: Any, group_size: int) -> bool:
+    """Whether ``adv`` maps every binary reward pattern of a group of ``group_size`` to advantage 0 (checked
+    on all 2^G patterns up to G = 4; a larger G has patterns with a spread, which every method weights)."""
+    import itertools
+
+    import torch
+
+    if group_size > 4:
+        return False
+    rewards = torch.tensor(list(itertools.product([0.0, 1.0], repeat=group_size)))  # [2^G, G]
+    context = {"mean_logprob": torch.zeros_like(rewards)}
+    try:
+        values = adv(rewards, **context)
+    except (TypeError, ValueError):
+        values = adv(rewards)
+    return bool(torch.all(values == 0))
 
 
 def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = None) -> Config:
@@ -467,10 +521,12 @@ def load(path: str | Path | None = "params.yaml", overrides: list[str] | None = 
     if path is not None:
         p = Path(path)
         if p.exists():
+            from fade_core.params_file import ParamsFileError, read_params_file
+
             try:
-                raw = yaml.safe_load(p.read_text()) or {}
-            except yaml.YAMLError as e:
-                raise ConfigError(f"{p}: not valid YAML: {e}") from e
+                raw = read_params_file(p)
+            except ParamsFileError as e:
+                raise ConfigError(str(e)) from None
         elif str(path) != "params.yaml":
             raise ConfigError(f"params file {p} does not exist")
     return from_dict(raw, overrides)

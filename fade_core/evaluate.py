@@ -36,7 +36,7 @@ import pandas as pd
 
 from fade_core.data.prompts import PromptStyle, build_prompt, generation_budget, prompt_record
 from fade_core.rollout.base import SEED_STRIDE
-from fade_core.runs import CheckpointId, checkpoint_owner, identify_checkpoint, read_run_config
+from fade_core.runs import CheckpointId, checkpoint_owner, identify_checkpoint, load_verified, read_run_config
 from fade_core.store import SAMPLE_COLUMNS, EvalKey, ResultsStore
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def evaluate(
         from fade_core import models
         from fade_core.rollout import build_engine
 
-        model, tokenizer = models.load(checkpoint, **{**opts.model_opts, "dtype": opts.dtype})
+        model, tokenizer = load_verified(models.load, checkpoint, **{**opts.model_opts, "dtype": opts.dtype})
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
     if score_batch is None:
         from fade_core.verifiers import score_batch
@@ -216,7 +216,8 @@ def evaluate_checkpoints(
 
     opts = opts or SamplingOptions()
     written: list[Path] = []
-    existing = {p.key: p for p in store.parts()} if skip_existing else {}
+    # a damaged part (undecodable, or rows that differ from its checksum) is not kept: it is evaluated again
+    existing = {p.key: p for p in store.parts(skip_damaged=True) if store.intact(p.path)} if skip_existing else {}
     for ident, path in checkpoints:
         todo = []
         for bench in problem_tables:
@@ -227,7 +228,7 @@ def evaluate_checkpoints(
             todo.append(bench)
         if not todo:
             continue
-        model, tokenizer = models.load(path, **{**opts.model_opts, "dtype": opts.dtype})
+        model, tokenizer = load_verified(models.load, path, **{**opts.model_opts, "dtype": opts.dtype})
         engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
         style = prompt_style_for(path, opts.prompt_style)
         for bench in todo:

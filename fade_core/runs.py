@@ -11,6 +11,7 @@ Layout of one training run (the pipeline keeps each arm's runs in a folder of th
         checkpoints/step-N/     the policy in HF format (config.json, model.safetensors, tokenizer files)
                                 + trainer_state.pt (optimizer, sampler, advantage, RNG: resume state)
                                 [+ deepspeed/ (DeepSpeed's partitioned optimizer state)]
+                                + SHA256SUMS (every file's sha256, written last: fade_core.integrity)
 
 A run id is ``<label>-s<seed>-<hash>``: the label is ``train.label`` or the advantage's label
 (:attr:`fade_core.advantages.Advantage.label`, e.g. ``power(alpha=3)``), the hash the 8-hex
@@ -34,6 +35,8 @@ from typing import Any
 
 import pandas as pd
 import yaml
+
+from fade_core.integrity import DamagedFile, verify_manifest, write_manifest
 
 CONFIG_FILE = "config.yaml"
 PROMPT_FILE = "prompt.json"
@@ -137,6 +140,49 @@ def list_checkpoints(run: str | Path, *, resumable: bool = False) -> list[tuple[
         if m and p.is_dir() and done(p):
             out.append((int(m.group(1)), p))
     return sorted(out)
+
+
+SIDE_FILES = ("config.yaml", "warmstart.jsonl", "warmstart_eval.json", METRICS_JSONL, METRICS_DB)
+"""Files a model folder may hold beside the model (the warm start's log and resolved config, ...): written or
+rewritten after the model, so they are not in its manifest."""
+
+
+def seal_checkpoint(path: str | Path) -> Path:
+    """Record the sha256 of every model file of a checkpoint folder (its ``SHA256SUMS``); call it last,
+    before the folder is renamed into place. A base-model folder's own ``checkpoints/`` are left to their
+    own manifests, and its :data:`SIDE_FILES` are not model files."""
+    return write_manifest(path, skip_dirs=(CHECKPOINTS,), skip_files=SIDE_FILES)
+
+
+def verify_checkpoint(path: str | Path) -> bool:
+    """Check a checkpoint folder against its ``SHA256SUMS`` before it is loaded; raise
+    :class:`~fade_core.integrity.DamagedFile` naming the first file that differs. False: written before
+    checksums existed (nothing to check against)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: checkpoint folder not found")
+    return verify_manifest(path)
+
+
+def load_verified(load: Any, path: str | Path, **kwargs: Any) -> Any:
+    """``load(path, **kwargs)`` (e.g. fade_core.models.load) of a model: a local folder is checked first
+    against its SHA256SUMS, and a file of it that the loading library cannot read becomes
+    :class:`~fade_core.integrity.DamagedFile` naming the folder, instead of the library's traceback without
+    it. Anything else (a hub id, ``builtin:tiny``) is loaded as it is."""
+    if not Path(path).is_dir():
+        return load(path, **kwargs)
+    verify_checkpoint(path)
+    try:
+        return load(path, **kwargs)
+    except (OSError, RuntimeError, ValueError, EOFError) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise DamagedFile(path, f"cannot be loaded as a checkpoint ({type(e).__name__}: {first})") from e
+
+
+def resume_candidates(run: str | Path) -> list[tuple[int, Path]]:
+    """The resumable checkpoints of a run, newest first: the trainer resumes from the first that verifies
+    and loads, and falls back to the next (an older one) when a file of the newest is damaged."""
+    return list(reversed(list_checkpoints(run, resumable=True)))
 
 
 def select_checkpoints(found: Sequence[tuple[int, Path]], which: str) -> list[tuple[int, Path]]:

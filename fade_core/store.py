@@ -19,28 +19,37 @@ fsyncs it and renames it over the final name with :func:`os.replace`, which POSI
   afresh on every query (``read_parquet(..., union_by_name=true)``), so it needs no lock on anything.
 
 A part's Parquet footer carries the evaluation's metadata (checkpoint path, sampling options, time)
-under the key ``fade.eval``; :meth:`ResultsStore.parts` lists them. The aggregate stage materialises
+under the key ``fade.eval``; :meth:`ResultsStore.parts` lists them. It also carries the part's checksum
+(``fade.sha256``: :func:`content_digest` of the rows as written), inside the part so that the one rename
+replaces data and checksum together; :meth:`ResultsStore.verify` recomputes it from what a reader decodes
+and names the part whose rows differ (a flipped bit, a truncated file) before anything is aggregated. The aggregate stage materialises
 the samples and every derived table into one DuckDB file (``results.duckdb``) that it, too, writes
 under a temporary name and renames, so that file is never seen half-written either.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from fade_core.integrity import DamagedFile
 
 # One row per sample. Order and types are the on-disk schema of every part.
 SAMPLE_SCHEMA = pa.schema(
@@ -65,6 +74,7 @@ SAMPLE_SCHEMA = pa.schema(
 SAMPLE_COLUMNS: tuple[str, ...] = tuple(SAMPLE_SCHEMA.names)
 KEY_COLUMNS = ("run_id", "benchmark", "step")
 META_KEY = b"fade.eval"
+CHECKSUM_KEY = b"fade.sha256"
 _SAFE = re.compile(r"[^A-Za-z0-9._=+,()@-]")
 
 
@@ -151,13 +161,87 @@ def validate_samples(df: pd.DataFrame) -> EvalKey:
 
 
 def to_arrow(df: pd.DataFrame, metadata: Mapping[str, Any] | None = None) -> pa.Table:
-    """The samples frame as an Arrow table with the store's schema (and ``fade.eval`` metadata)."""
+    """The samples frame as an Arrow table with the store's schema (and ``fade.eval`` metadata and the
+    ``fade.sha256`` checksum of its rows)."""
     try:
         table = pa.Table.from_pandas(df[list(SAMPLE_COLUMNS)], schema=SAMPLE_SCHEMA, preserve_index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise StoreError(f"samples frame does not fit the store schema: {e}") from e
-    meta = {META_KEY: json.dumps(dict(metadata or {}), default=str, sort_keys=True).encode()}
+    meta_json = json.dumps(dict(metadata or {}), default=str, sort_keys=True).encode()
+    meta = {META_KEY: meta_json, CHECKSUM_KEY: content_digest(table, meta_json).encode()}
     return table.replace_schema_metadata(meta)
+
+
+def content_digest(table: pa.Table, metadata: bytes = b"") -> str:
+    """sha256 (hex) of a table's column names, types, nulls and values (and of the part's ``fade.eval``
+    metadata), independent of how its rows are chunked: the same rows give the same digest whether built
+    in memory or decoded from a Parquet file. Strings are hashed as their UTF-8 lengths then bytes; other
+    columns as their little-endian values."""
+    h = hashlib.sha256(metadata)
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        arr = column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
+        h.update(f"{name}\0{arr.type}\0{len(arr)}\0".encode())
+        h.update(np.packbits(arr.is_null().to_numpy(zero_copy_only=False)).tobytes())
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            values = [v.encode() for v in arr.fill_null("").to_pylist()]
+            h.update(np.array([len(v) for v in values], dtype="<i8").tobytes())
+            h.update(b"".join(values))
+        else:
+            filled = arr.fill_null(False if pa.types.is_boolean(arr.type) else 0)
+            h.update(np.ascontiguousarray(filled.to_numpy(zero_copy_only=False)).astype(
+                filled.to_numpy(zero_copy_only=False).dtype.newbyteorder("<")).tobytes())
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _sample_column_types() -> list[tuple[str, str]]:
+    """(column, DuckDB type) of a part as written: what :func:`_column_types` reads from an intact part."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "empty.parquet"
+        pq.write_table(SAMPLE_SCHEMA.empty_table(), path)
+        return _column_types(path)
+
+
+def _column_types(path: Path) -> list[tuple[str, str]]:
+    """(column, DuckDB type) of a Parquet file, from its footer as DuckDB reads it (DuckDB trusts the
+    legacy converted types, which pyarrow's stored schema would mask)."""
+    with duckdb.connect() as con:
+        rows = con.execute("SELECT name, duckdb_type FROM parquet_schema(?) WHERE num_children IS NULL",
+                           [str(path)]).fetchall()
+    return [(str(n), str(t)) for n, t in rows]
+
+
+def verify_part(path: str | Path) -> bool:
+    """Decode a part with both readers the store uses (pyarrow, and DuckDB, which the aggregate queries
+    with) and compare each one's rows with the ``fade.sha256`` recorded when it was written; raise
+    :class:`~fade_core.integrity.DamagedFile` naming the part when they differ or it cannot be decoded
+    (the two readers trust different parts of a damaged footer). False: a part written before checksums
+    existed (nothing to compare with)."""
+    path = Path(path)
+    try:
+        table = pq.read_table(path)
+        column_types = _column_types(path)
+        with duckdb.connect() as con:
+            literal = str(path).replace("'", "''")
+            duck = con.sql(f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM read_parquet('{literal}')").to_arrow_table()
+    except (pa.ArrowException, OSError, ValueError, duckdb.Error) as e:
+        raise DamagedFile(path, f"cannot be decoded as Parquet ({type(e).__name__}: {e})") from e
+    meta = table.schema.metadata or {}
+    recorded = meta.get(CHECKSUM_KEY)
+    if recorded is None:
+        return False
+    if column_types != _sample_column_types():
+        raise DamagedFile(path, "its Parquet column types differ from the store's schema")
+    expected = recorded.decode(errors="replace")
+    plain = table.replace_schema_metadata(None)
+    try:
+        duck = duck.cast(plain.schema)
+    except (pa.ArrowException, ValueError) as e:
+        raise DamagedFile(path, f"DuckDB decodes other column types ({e})") from e
+    for decoded in (plain, duck):
+        if content_digest(decoded, meta.get(META_KEY, b"")) != expected:
+            raise DamagedFile(path, "its rows differ from the sha256 recorded when it was written (bits changed since)")
+    return True
 
 
 class ResultsStore:
@@ -235,22 +319,41 @@ class ResultsStore:
     def part_files(self) -> list[Path]:
         return sorted(self.samples_dir.rglob("step-*.parquet"))
 
-    def parts(self) -> list[PartInfo]:
-        """Every committed evaluation with its row count and ``fade.eval`` metadata."""
+    def parts(self, *, skip_damaged: bool = False) -> list[PartInfo]:
+        """Every committed evaluation with its row count and ``fade.eval`` metadata. A part that cannot be
+        decoded raises :class:`~fade_core.integrity.DamagedFile` naming it, or (``skip_damaged``, a resume
+        that will redo it) is left out; :meth:`verify` checks the rows too."""
         out = []
         for p in self.part_files():
             try:
                 md = pq.read_metadata(p)
+                raw = (md.metadata or {}).get(META_KEY, b"{}")
+                meta = json.loads(raw)
+                first = pq.read_table(p, columns=list(KEY_COLUMNS)).slice(0, 1).to_pylist()
             except FileNotFoundError:  # deleted between glob and open
                 continue
-            raw = (md.metadata or {}).get(META_KEY, b"{}")
-            meta = json.loads(raw)
-            first = pq.read_table(p, columns=list(KEY_COLUMNS)).slice(0, 1).to_pylist()
+            except (pa.ArrowException, OSError, ValueError) as e:
+                if skip_damaged:
+                    continue
+                raise DamagedFile(p, f"cannot be decoded as Parquet ({type(e).__name__}: {e})") from e
             if not first:
                 continue
             k = first[0]
             out.append(PartInfo(EvalKey(k["run_id"], k["benchmark"], int(k["step"])), p, md.num_rows, meta))
         return out
+
+    def verify(self) -> int:
+        """Check every committed part against its checksum (:func:`verify_part`); raise DamagedFile naming
+        the first damaged one. Returns how many parts carried a checksum."""
+        return sum(verify_part(p) for p in self.part_files())
+
+    def intact(self, path: str | Path) -> bool:
+        """Whether a part decodes to the rows its checksum records (False: damaged; a resume redoes it)."""
+        try:
+            verify_part(path)
+        except DamagedFile:
+            return False
+        return True
 
     def has(self, key: EvalKey) -> bool:
         return self.part_path(key).exists()

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fade_core import countdown_task, models
+from fade_core import countdown_task, models, runs
 from fade_core.metrics import pass_at_k
 
 
@@ -255,12 +255,12 @@ def run_warmstart(
                 progress(step, ws.steps, ema)
             if step % ws.checkpoint_every == 0 and step < ws.steps:
                 model.eval()
-                result.checkpoints.append(models.save(model, tokenizer, out / "checkpoints" / f"step-{step}"))
+                result.checkpoints.append(_saved(models.save(model, tokenizer, out / "checkpoints" / f"step-{step}")))
                 model.train()
     log.close()
     model.eval()
-    result.checkpoints.append(models.save(model, tokenizer, out / "checkpoints" / f"step-{ws.steps}"))
-    models.save(model, tokenizer, out)
+    result.checkpoints.append(_saved(models.save(model, tokenizer, out / "checkpoints" / f"step-{ws.steps}")))
+    _saved(models.save(model, tokenizer, out))
     result.final_loss = ema
     if eval_problems > 0:
         result.eval = countdown_pass_at_k(
@@ -269,3 +269,9 @@ def run_warmstart(
         (out / "warmstart_eval.json").write_text(json.dumps(result.eval, indent=2))
     result.seconds = time.perf_counter() - t_start
     return result
+
+
+def _saved(folder: Path) -> Path:
+    """Record the checksums of a model folder just written (runs.seal_checkpoint: its SHA256SUMS)."""
+    runs.seal_checkpoint(folder)
+    return folder

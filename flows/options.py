@@ -15,6 +15,21 @@ import typer
 from fade_core import config as fconfig
 
 PARAMS_FILE = "params.yaml"
+
+# `fade run --quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
+QUICK_OVERRIDES = [
+    "warmstart.steps=300",
+    "train.steps=20",
+    "train.checkpoint_every=10",
+    "eval.n_samples=16",
+    "eval.ks=[1, 4, 16]",
+    "eval.max_problems=40",
+    "pipeline.seeds=[0]",
+]
+
+SWEEP_DEFAULTS = ["eval.checkpoints=last", "eval.skip_existing=true"]
+"""A sweep's defaults on top of params.yaml (``--set`` wins): evaluate each run's last checkpoint, and keep
+evaluations already stored (a nightly sweep re-evaluates nothing it has)."""
 ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="params.yaml to read (missing: all defaults).")]
 SetOpt = Annotated[
     list[str] | None,
@@ -23,12 +38,14 @@ SetOpt = Annotated[
 
 
 def load_config(params: Path, overrides: list[str] | None) -> fconfig.Config:
-    """Validate params + overrides once; on error print the offending keys and exit 2 before any work."""
-    try:
-        return apply_sandbox_settings(fconfig.load(params, overrides or []))
-    except fconfig.ConfigError as e:
-        typer.secho(f"fade: {e}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from None
+    """Validate params + overrides once (a ConfigError names the offending keys: the CLI's error handler
+    prints it and exits 2 before any work); then, under a `fade` command that runs flows, start (or reuse)
+    the one Prefect API of the command (flows.prefect_api)."""
+    from flows import prefect_api
+
+    cfg = apply_sandbox_settings(fconfig.load(params, overrides or []))
+    prefect_api.start_if_armed()
+    return cfg
 
 
 def apply_sandbox_settings(cfg: fconfig.Config) -> fconfig.Config:
@@ -48,7 +65,38 @@ def config_or_params(config: fconfig.Config | None, overrides: list[str] | None 
     return apply_sandbox_settings(cfg)
 
 
-def fail(command: str, error: Exception, code: int = 2) -> typer.Exit:
-    """Print ``fade <command>: <error>`` in red and return the Exit to raise (2: bad input, 1: missing input)."""
-    typer.secho(f"fade {command}: {error}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code)
+def command_overrides(args: list[str]) -> tuple[Path, list[str]] | None:
+    """(params file, overrides) that the command line ``args`` (after ``fade``) validates first, as its command
+    does (with `fade run --quick`'s, `fade sweep`'s and `fade train --method`'s presets before the user's
+    ``--set``), read without importing the command's module; None when the command takes no config or asks
+    for help. The CLI checks them before it imports any stage module, so a bad key costs no heavy import."""
+    if not args or args[0] in ("verify", "study") or "--help" in args or "-h" in args:
+        return None  # verify takes no config; study adds defaults of its own after the user's keys
+    params, sets, presets = Path(PARAMS_FILE), [], []
+    rest = iter(args[1:])
+    for arg in rest:
+        name, eq, value = arg.partition("=")
+        if name in ("--set", "-s", "--params", "-p") or (args[0] == "train" and name in ("--method", "-m")):
+            value = value if eq else next(rest, "")
+            if name in ("--set", "-s"):
+                sets.append(value)
+            elif name in ("--params", "-p"):
+                params = Path(value)
+            else:
+                presets.append(f"train.method={value}")
+        elif arg == "--quick" and args[0] == "run":
+            presets = QUICK_OVERRIDES + presets
+    if args[0] == "sweep":
+        presets = SWEEP_DEFAULTS + presets
+    return params, presets + sets
+
+
+def fail(command: str, error: Exception, code: int = 2) -> Exception:
+    """The error to raise for bad input a command found (``raise fail(...) from None``): the CLI's one
+    handler (flows/errors.py) prints ``fade <command>: <error>`` and exits 2. ``command`` and ``code`` are
+    kept for the callers' sake; every bad input exits 2 now (issue 16: one answer per kind of error)."""
+    from flows.errors import UserError
+
+    if isinstance(error, fconfig.ConfigError | UserError):
+        return error
+    return UserError(str(error))

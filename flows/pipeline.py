@@ -25,18 +25,8 @@ from prefect import flow, get_run_logger
 
 from fade_core import config as fconfig
 from fade_core import plan
-from flows.options import ParamsOpt, SetOpt, config_or_params, load_config
-
-# `--quick`: the same pipeline on a smaller budget (a few minutes on 2 cores), for a first look.
-QUICK_OVERRIDES = [
-    "warmstart.steps=300",
-    "train.steps=20",
-    "train.checkpoint_every=10",
-    "eval.n_samples=16",
-    "eval.ks=[1, 4, 16]",
-    "eval.max_problems=40",
-    "pipeline.seeds=[0]",
-]
+from flows import progress
+from flows.options import QUICK_OVERRIDES, ParamsOpt, SetOpt, config_or_params, load_config
 
 
 def task_runner(cfg: fconfig.Config):
@@ -64,6 +54,36 @@ class StageClock:
         self._t0 = time.perf_counter()
 
 
+WARMSTART_INPUTS = ("warmstart", "model.tiny", "data.countdown", "rollout.max_new_tokens")
+"""The config keys the warm start's result depends on (fade_core.warmstart.run_warmstart's inputs)."""
+
+
+def warmstart_is_current(cfg: fconfig.Config) -> bool:
+    """Whether ``warmstart.out_dir`` holds a finished warm start of the same inputs: its config.yaml (written
+    last) agrees on :data:`WARMSTART_INPUTS` and its model files match their checksums. A rerun of `fade run`
+    then keeps it (and its log) instead of training it again."""
+    from fade_core.integrity import DamagedFile, verify_manifest
+
+    base = Path(cfg.warmstart.out_dir)
+    try:
+        previous = fconfig.load(base / "config.yaml").to_dict()
+    except (fconfig.ConfigError, OSError):
+        return False
+    now = cfg.to_dict()
+
+    def pick(d: dict[str, Any], key: str) -> Any:
+        for part in key.split("."):
+            d = d.get(part) if isinstance(d, dict) else None
+        return d
+
+    if any(pick(previous, k) != pick(now, k) for k in WARMSTART_INPUTS):
+        return False
+    try:
+        return verify_manifest(base)
+    except DamagedFile:
+        return False
+
+
 def compare(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str, ...] = ()) -> dict[str, Any]:
     """Run every stage for the placed config ``cfg`` inside the current flow (whose task runner gets the
     fan-outs): the body of `fade run`, and of `fade sweep` with ``cached`` training runs."""
@@ -79,19 +99,29 @@ def compare(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str,
     prepare(cfg.to_dict())
     clock.lap("prepare")
     if plan.needs_warmstart(cfg):
-        warmstart(cfg, progress=False)
+        if warmstart_is_current(cfg):
+            log.info("warm start: %s is current (same inputs, checksums verify): not redone", cfg.warmstart.out_dir)
+        else:
+            ws_log = Path(cfg.warmstart.out_dir) / "warmstart.jsonl"
+            with progress.watch("warm start", "steps", cfg.warmstart.steps, lambda: progress.jsonl_last_step(ws_log)):
+                warmstart(cfg, progress=False)
         clock.lap("warmstart")
     base_dir = plan.base_model_path(cfg)
 
     plans = plan.run_plans(cfg)
     log.info("training %d runs (%d arms x %d seeds) on %d workers", len(plans), len(cfg.pipeline.arms),
              len(cfg.pipeline.seeds), cfg.pipeline.workers)
-    trained = train_runs(plans, cached=cached, extra_tags=extra_tags)
+    runs_dirs = sorted({Path(p.config.train.runs_dir) for p in plans})
+    with progress.watch("train", "steps", len(plans) * cfg.train.steps,
+                        lambda: progress.training_steps(runs_dirs, cfg.train.steps)):
+        trained = train_runs(plans, cached=cached, extra_tags=extra_tags)
     clock.lap("train")
 
     shards = plan.evaluation_shards(cfg, [(res["run_dir"], p.arm) for p, res in zip(plans, trained, strict=True)],
                                     base_model=base_dir)
-    parts = evaluate_shards(cfg, shards)
+    with progress.watch("evaluate", "parts", len(shards) * len(cfg.eval.benchmarks),
+                        lambda: progress.results_parts(Path(cfg.eval.results_dir))):
+        parts = evaluate_shards(cfg, shards)
     log.info("evaluated %d checkpoints (%d parts)", len(shards), len(parts))
     clock.lap("evaluate")
 

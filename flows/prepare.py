@@ -91,16 +91,8 @@ def register(app: typer.Typer) -> None:
     def prepare_command(params: ParamsOpt = Path("params.yaml"), overrides: SetOpt = None) -> None:
         """Write data/problems/<benchmark>.parquet for each configured benchmark, and the data card."""
         cfg = load_config(params, overrides)
-        try:
-            check_data_config(cfg.data)
-        except fconfig.ConfigError as e:
-            typer.secho(f"fade: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(2) from None
-        try:
-            written = prepare(cfg.to_dict())
-        except data.DataError as e:
-            typer.secho(f"fade prepare: {e}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(1) from None
+        check_data_config(cfg.data)  # a bad key or source stops here (exit 2, flows/errors.py), before any work
+        written = prepare(cfg.to_dict())  # a malformed source file: DataError naming file, row, field (exit 2)
         for b, p in written["problems"].items():
             typer.echo(f"{b}: {p}")
         typer.echo(f"data card: {written['card_md']}, {written['card_json']}")

@@ -18,7 +18,7 @@ study's own figure in ``results/study/figures/``; STUDY.md links the report's fi
 ``results/study/reports/``) by :func:`fade_core.study.write_study`.
 
 Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
-study's arms, at least 3 seeds (params.yaml's seeds, extended), ``eval.n_samples`` at least 128 and
+study's arms, at least 3 seeds (params.yaml's seeds, extended), ``eval.n_samples`` at least 128, ``eval.ks=[1, 10, 100]`` (the k of the claims) and
 ``eval.skip_existing=true``. It resumes where it stopped: a training run restarts from its last
 checkpoint (same config, same run directory) and checkpoints already evaluated with the same
 ``n_samples`` are not evaluated again. The run time of every sitting is added to
@@ -45,6 +45,7 @@ from flows.pipeline import QUICK_OVERRIDES, task_runner
 STUDY_NAME = "study"
 MIN_SEEDS = 3
 MIN_SAMPLES = 128
+STUDY_KS = (1, 10, 100)  # the k of the claims (pass@1 against pass@100); n >= MIN_SAMPLES estimates each
 QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
 STUDY_QUICK_OVERRIDES = [s for s in QUICK_OVERRIDES if not s.startswith("pipeline.seeds=")] + [
     f"pipeline.seeds={QUICK_SEEDS}"
@@ -70,6 +71,7 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
         f"pipeline.arms={_flow_yaml(selected)}",
         f"pipeline.seeds={_flow_yaml(seeds)}",
         f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
+        f"eval.ks={_flow_yaml(list(STUDY_KS))}",
         "eval.skip_existing=true",
         "report.title=fade study",
         "report.study=true",

@@ -22,7 +22,7 @@ from prefect import flow
 
 from fade_core import config as fconfig
 from fade_core import plan
-from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
+from flows.options import SWEEP_DEFAULTS, ParamsOpt, SetOpt, config_or_params, fail, load_config
 from flows.pipeline import compare
 
 STATIC_BASELINES = ["grpo", "dr_grpo", "rloo", "dapo", "power", "asym_grpo", "passk"]
@@ -56,9 +56,6 @@ def sweep_arms(methods: list[str], grid: dict[str, list[Any]]) -> dict[str, fcon
     return arms
 
 
-SWEEP_DEFAULTS = ["eval.checkpoints=last", "eval.skip_existing=true"]
-"""A sweep's defaults on top of params.yaml (``--set`` wins): evaluate each run's last checkpoint, and keep
-evaluations already stored (a nightly sweep re-evaluates nothing it has)."""
 
 
 def sweep_config(cfg: fconfig.Config, methods: list[str] | None, seeds: list[int] | None,

@@ -20,7 +20,8 @@ import numpy as np
 import torch
 
 from fade_core import models
-from fade_core.runs import STATE_FILE
+from fade_core.integrity import DamagedFile
+from fade_core.runs import STATE_FILE, seal_checkpoint, verify_checkpoint
 from fade_core.train.distributed import Dist, UpdateBackend
 
 
@@ -60,6 +61,7 @@ def save_checkpoint(final: Path, state: dict[str, Any], *, model: torch.nn.Modul
     opt_state = backend.save(tmp)
     if dist.main:
         torch.save({**state, "rng": rng_state(), **opt_state}, tmp / STATE_FILE)
+        seal_checkpoint(tmp)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
     dist.barrier()
@@ -82,11 +84,14 @@ def tied_to_loaded(model: torch.nn.Module, loaded: dict[str, torch.Tensor]) -> s
 
 def load_checkpoint(folder: Path, *, model: torch.nn.Module, backend: UpdateBackend, dist: Dist) -> dict[str, Any]:
     """Restore the weights, the optimizer and the RNG states from ``folder``; return the trainer state
-    (step, sampler, advantage, kl_coef, base_validity, head_w0, ...) for the caller to restore."""
+    (step, sampler, advantage, kl_coef, base_validity, head_w0, ...) for the caller to restore. Every file is
+    checked against the checkpoint's SHA256SUMS first; a damaged or unreadable file raises
+    :class:`~fade_core.integrity.DamagedFile` naming it, before anything is restored."""
     from safetensors.torch import load_file
 
-    state = torch.load(folder / STATE_FILE, weights_only=False)
-    weights = load_file(str(folder / "model.safetensors"))
+    verify_checkpoint(folder)
+    state = _read(folder / STATE_FILE, lambda p: torch.load(p, weights_only=False))
+    weights = _read(folder / "model.safetensors", lambda p: load_file(str(p)))
     if backend.zero_stage == 3:
         import deepspeed
 
@@ -103,3 +108,13 @@ def load_checkpoint(folder: Path, *, model: torch.nn.Module, backend: UpdateBack
     backend.load(folder, state)
     set_rng_state(state["rng"])
     return state
+
+
+def _read(path: Path, load: Any) -> Any:
+    """``load(path)``; a library error (a truncated or garbled file) becomes DamagedFile naming the file."""
+    if not path.is_file():
+        raise DamagedFile(path, "missing")
+    try:
+        return load(path)
+    except (OSError, RuntimeError, ValueError, EOFError, KeyError) as e:
+        raise DamagedFile(path, f"cannot be read ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from e

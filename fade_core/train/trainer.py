@@ -45,14 +45,16 @@ import torch
 from fade_core import advantages as adv_lib
 from fade_core import losses, models, plan
 from fade_core.data.prompts import PromptStyle, build_prompt, generation_budget, prompt_record
+from fade_core.integrity import DamagedFile
 from fade_core.metrics import effective_rank, rank1_fraction
 from fade_core.rollout import build_engine
 from fade_core.runs import (
     PROMPT_FILE,
     MetricsLog,
     checkpoint_dir,
-    list_checkpoints,
+    load_verified,
     problems_digest,
+    resume_candidates,
     run_id,
     run_label,
 )
@@ -163,7 +165,7 @@ class Trainer:
     # ------------------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg = self.cfg
-        model, self.tokenizer = models.load(self.base_model, **models.load_options(cfg.model))
+        model, self.tokenizer = load_verified(models.load, self.base_model, **models.load_options(cfg.model))
         if cfg.model.gradient_checkpointing:
             models.enable_activation_checkpointing(model)
         model.to(self.device).train()
@@ -198,7 +200,7 @@ class Trainer:
 
     def _load_ref(self) -> None:
         if self.ref_model is None and (self.tcfg.kl_coef > 0 or self.tcfg.kl_target_validity is not None):
-            ref, _ = models.load(self.base_model, **models.load_options(self.cfg.model))
+            ref, _ = load_verified(models.load, self.base_model, **models.load_options(self.cfg.model))
             self.ref_model = ref.to(self.device).eval().requires_grad_(False)
 
     # ------------------------------------------------------------------------------ sampling + scoring
@@ -442,9 +444,14 @@ class Trainer:
         self._setup()
         log = MetricsLog(self.run_dir)
         start, resumed = 0, None
-        ckpts = list_checkpoints(self.run_dir, resumable=True)
-        if ckpts:
-            start = resumed = self.load_checkpoint(ckpts[-1][1])
+        for _, folder in resume_candidates(self.run_dir):  # newest first; a damaged one falls back to the previous
+            try:
+                start = resumed = self.load_checkpoint(folder)
+                break
+            except DamagedFile as e:  # raised before anything is restored (ckpt.load_checkpoint checks first)
+                logging.getLogger(__name__).warning(
+                    "fade: cannot resume from %s: %s; trying the checkpoint before it", folder, e)
+        if resumed is not None:
             if self.dist.main:
                 log.truncate(start)
         elif self.dist.main:

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from fade_core import atlas
 from flows import atlas as atlas_flow
+from flows.cli import guard_commands
 
 
 @pytest.fixture()
@@ -21,6 +22,7 @@ def app() -> typer.Typer:
     def _noop() -> None:  # a second command keeps typer from collapsing the app into `atlas` itself
         pass
 
+    guard_commands(app)
     return app
 
 

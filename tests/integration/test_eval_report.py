@@ -204,10 +204,12 @@ def test_cli_evaluate_aggregate_report(tmp_path, monkeypatch):
     from flows import aggregate as fa
     from flows import evaluate as fe
     from flows import report as fr
+    from flows.cli import guard_commands
 
     app = typer.Typer()
     for mod in (fe, fa, fr):
         mod.register(app)
+    guard_commands(app)
     monkeypatch.chdir(tmp_path)
     runs, results = write_synthetic_runs(tmp_path, seeds=(0,), problems=6, n=12)
     run_dir = runs / "grpo-s0-1234abcd"

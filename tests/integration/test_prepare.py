@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from fade_core import config as fconfig
 from fade_core import data
 from flows import prepare as prepare_flow
+from flows.cli import guard_commands
 from tasks import prepare as tasks
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "data"
@@ -32,6 +33,7 @@ def cli() -> typer.Typer:
         pass
 
     prepare_flow.register(app)
+    guard_commands(app)  # the CLI's one error handler (flows/errors.py): exit codes and one-line messages
     return app
 
 
@@ -103,7 +105,7 @@ def test_fade_prepare_countdown_and_humaneval(
     assert card["decontamination"]["overlaps"] == []
     assert fconfig.load("data/config.yaml").data.benchmarks == ["countdown", "humaneval"]
 
-    # a bad source fails the flow with the file, row and field named, and exit status 1
+    # a bad source fails the flow with the file, row and field named, and exit status 2 (bad input)
     res = CliRunner().invoke(
         cli(),
         [
@@ -114,7 +116,7 @@ def test_fade_prepare_countdown_and_humaneval(
             f"data.sources={{taco: {FIX / 'bad' / 'taco'}}}",
         ],
     )
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     assert "row 2 (line 3), field 'difficulty'" in res.output
 
 

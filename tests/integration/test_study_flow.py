@@ -16,7 +16,7 @@ from test_pipeline import MICRO, ROOT, _env  # noqa: E402
 
 # the study's command on a local CLI (the lead registers flows.study in flows/cli.py)
 CLI = ("import typer; from flows import study; app = typer.Typer(); app.callback()(lambda: None); "
-       "study.register(app); app()")
+       "study.register(app); from flows.cli import guard_commands; guard_commands(app); app()")
 
 
 def _study(tmp: Path, api_url: str, *args: str) -> str:

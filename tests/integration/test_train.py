@@ -17,7 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from fade_core import advantages, config, models
-from fade_core.runs import STATE_FILE, run_id
+from fade_core.runs import STATE_FILE, problems_digest, run_id
 from fade_core.train import Trainer
 from fade_core.train.record import TIMING_KEYS
 
@@ -68,8 +68,10 @@ def _records(run_dir: Path) -> list[dict]:
 
 def test_micro_run_writes_the_record(tmp_path: Path, base_model: Path) -> None:
     cfg = config.load(None, micro_overrides(tmp_path, **{"train.method": "fade"}))
-    res = Trainer(cfg, base_model=str(base_model)).train()
-    assert res.run_dir.name == run_id(cfg) and res.run_dir.name.startswith("fade-s0-")
+    trainer = Trainer(cfg, base_model=str(base_model))
+    res = trainer.train()
+    # the id names the problems trained on too (main's issue 18: problems_digest in run ids)
+    assert res.run_dir.name == run_id(cfg, problems_digest(trainer.problems)) and res.run_dir.name.startswith("fade-s0-")
     recs = [json.loads(line) for line in (res.run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in recs] == list(range(1, 7))
     for key in ("reward_mean", "solve_hist", "zero_var_frac", "m_s", "m_f", "mass_ratio", "entropy", "clip_frac_low",
@@ -188,3 +190,16 @@ def test_missing_base_model_is_a_clear_error(tmp_path: Path) -> None:
     cfg = config.load(None, micro_overrides(tmp_path, **{"warmstart.out_dir": str(tmp_path / "nothing")}))
     with pytest.raises(FileNotFoundError, match="fade warmstart"):
         Trainer(cfg)
+
+
+def test_resume_falls_back_past_a_damaged_checkpoint(tmp_path: Path, base_model: Path, caplog) -> None:
+    """Issue 16 point 7: the newest checkpoint's trainer_state.pt truncated (a crash mid-copy, a full disk):
+    resume names the file, warns, and continues from the checkpoint before it."""
+    cfg = config.load(None, micro_overrides(tmp_path))
+    Trainer(cfg, base_model=str(base_model), run_dir=tmp_path / "cut", stop_after=5).train()  # checkpoints 2, 4
+    state = tmp_path / "cut/checkpoints/step-4" / STATE_FILE
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    with caplog.at_level("WARNING", logger="fade_core.train.trainer"):
+        res = Trainer(cfg, base_model=str(base_model), run_dir=tmp_path / "cut").train()
+    assert res.resumed_from == 2 and res.last_metrics["step"] == 6
+    assert any(str(state) in r.getMessage() and "damaged file" in r.getMessage() for r in caplog.records)

@@ -13,6 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from fade_core import config, countdown_task, models, warmstart
+from flows.cli import guard_commands
 
 MICRO = ["model.tiny.hidden_size=32", "model.tiny.num_layers=2", "model.tiny.num_heads=2", "model.tiny.intermediate_size=64",
          "model.tiny.max_position=48", "data.countdown.num_train=40", "data.countdown.num_test=10", "warmstart.batch_size=32",
@@ -69,6 +70,7 @@ def _app(*modules) -> typer.Typer:
     app = typer.Typer()
     for m in modules:
         m.register(app)
+    guard_commands(app)
     return app
 
 

@@ -143,3 +143,50 @@ def test_model_prompt_options_are_checked_naming_the_key(tmp_path) -> None:
                           ("model.attn_implementation=flash", "model.attn_implementation")):
         with pytest.raises(fconfig.ConfigError, match=re.escape(key)):
             fconfig.load(None, [override])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["eval.ks=[0]"], "eval.ks: k must be at least 1"),
+        (["train.eps_low=2"], "train.eps_low: Input should be less than 1"),
+        (["eval.n_samples=8", "eval.ks=[1, 4, 16]"], "eval.ks: [16] above eval.n_samples=8"),
+        (["train.benchmark=nope"], "train.benchmark: unknown benchmark(s) ['nope']"),
+        (["eval.benchmarks=[countdown, nope]"], "eval.benchmarks: unknown benchmark(s) ['nope']"),
+        (["train.method=grpo", "train.group_size=1"], "train: method 'grpo' gives advantage 0 to every rollout"),
+        (["train.method=psr", "train.group_size=1", "pipeline.arms={a: {method: rloo}}"], "pipeline.arms.a: method 'rloo' gives advantage 0"),
+    ],
+)
+def test_validation_time_checks_name_the_key(overrides, message):
+    """Issue 16 point 9: what a later stage would find (a benchmark no loader reads, a k that n cannot
+    estimate, a method that cannot learn at the group size) is refused when the config is validated."""
+    with pytest.raises(fconfig.ConfigError) as e:
+        fconfig.load(None, overrides)
+    assert message in str(e.value)
+
+
+def test_group_size_one_keeps_methods_that_weight_a_lone_rollout():
+    """REINFORCE-style weights (no group baseline) still learn from one rollout per prompt."""
+    cfg = fconfig.load(None, ["train.method=w_reinforce", "train.group_size=1", "pipeline.arms={a: {method: psr}}"])
+    assert cfg.train.group_size == 1
+
+
+def test_default_ks_are_those_n_estimates_and_given_ks_are_kept():
+    assert fconfig.load(None, ["eval.n_samples=4"]).eval.ks == [1]
+    assert fconfig.load(None, ["eval.n_samples=200"]).eval.ks == [1, 10, 100]
+    assert fconfig.load(None, ["eval.n_samples=16", "eval.ks=[1, 16]"]).eval.ks == [1, 16]
+
+
+def test_params_file_not_utf8_or_with_a_key_twice_is_named(tmp_path):
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("train:\n  label: café\n".encode("latin-1"))
+    with pytest.raises(fconfig.ConfigError, match=r"latin1.yaml: not UTF-8 text \(byte 19"):
+        fconfig.load(latin1)
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("train:\n  steps: 3\n  lr: 0.1\n  steps: 4\n")
+    with pytest.raises(fconfig.ConfigError, match=r"twice.yaml: line 4: key 'steps' given twice \(first at line 2\)"):
+        fconfig.load(twice)
+    sections = tmp_path / "sections.yaml"
+    sections.write_text("train: {}\ntrain: {}\n")
+    with pytest.raises(fconfig.ConfigError, match="key 'train' given twice"):
+        fconfig.load(sections)
