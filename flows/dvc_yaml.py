@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fade_core", "tasks", "flows")
 # the DVC files this module keeps current: path -> the prefix of a code path in it (study/ runs one level down)
 DVC_FILES = {"dvc.yaml": "", "study/dvc.yaml": "../"}
-_CMD = re.compile(r"\bflows\.cli\s+(\w+)|\bfade\s+(\w+)")
+_CMD = re.compile(r"(?:\bflows\.cli|\bfade|/run-stage\.sh\"?)\s+(\w+)")
 
 
 def module_files(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
@@ -109,12 +109,12 @@ def dep_paths(modules: Iterable[str], files: Mapping[str, Path], root: Path = RO
 
 
 def entry_module(cmd: str) -> str:
-    """The flows module a stage's command runs: ``fade train --arm x`` (or ``... -m flows.cli train``) ->
-    flows.train."""
+    """The flows module a stage's command runs: ``sh "$DVC_ROOT/infra/dvc/run-stage.sh" train --arm x`` (or
+    ``fade train ...``, ``python -m flows.cli train ...``) -> flows.train."""
     match = _CMD.search(cmd)
     if match is None:
         raise ValueError(f"stage command {cmd!r} runs no `fade <stage>` subcommand")
-    return f"flows.{match.group(1) or match.group(2)}"
+    return f"flows.{match.group(1)}"
 
 
 def is_code(dep: str, prefix: str) -> bool:

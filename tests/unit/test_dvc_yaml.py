@@ -3,6 +3,7 @@ files match the walk, and a stage that imports a module it does not list is name
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,33 @@ def test_a_stage_command_names_its_flow_module() -> None:
     assert dvc_yaml.entry_module("python -m flows.cli study claims") == "flows.study"
     with pytest.raises(ValueError, match="no `fade <stage>`"):
         dvc_yaml.entry_module("echo hi")
+
+
+def _fake(path: Path, word: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\necho {word} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_stage_commands_find_fade_without_an_activated_venv(tmp_path: Path) -> None:
+    """Every stage runs infra/dvc/run-stage.sh, which finds fade as FADE_PYTHON, else the checkout's .venv,
+    else PATH, and otherwise says what to do (exit 127, as a shell does)."""
+    for rel in dvc_yaml.DVC_FILES:
+        for name, stage in yaml.safe_load((ROOT / rel).read_text())["stages"].items():
+            assert stage.get("do", stage)["cmd"].startswith('sh "$DVC_ROOT/infra/dvc/run-stage.sh" '), (rel, name)
+    script = tmp_path / "infra" / "dvc" / "run-stage.sh"
+    script.parent.mkdir(parents=True)
+    script.write_text((ROOT / "infra" / "dvc" / "run-stage.sh").read_text())
+    env = {"PATH": "/usr/bin:/bin"}
+
+    def run(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", str(script), "train", "--arm", "a"], env={**env, **extra}, capture_output=True,
+                              text=True, cwd=tmp_path)
+
+    missing = run()
+    assert missing.returncode == 127 and "set FADE_PYTHON" in missing.stderr
+    _fake(tmp_path / ".venv" / "bin" / "fade", "venv")
+    assert run().stdout == "venv train --arm a\n"
+    python = _fake(tmp_path / "elsewhere" / "python", "python")
+    assert run(FADE_PYTHON=str(python)).stdout == "python -m flows.cli train --arm a\n"
