@@ -78,8 +78,14 @@ def imported_modules(module: str, path: Path, files: Mapping[str, Path]) -> set[
     return found
 
 
-def import_closure(entry: str, files: Mapping[str, Path]) -> set[str]:
-    """``entry`` and every module of ``files`` it reaches by imports (the packages above it included)."""
+def import_graph(files: Mapping[str, Path]) -> dict[str, set[str]]:
+    """module -> the modules of ``files`` it imports (:func:`imported_modules`), every file parsed once."""
+    return {module: imported_modules(module, path, files) for module, path in files.items()}
+
+
+def import_closure(entry: str, files: Mapping[str, Path], graph: Mapping[str, set[str]] | None = None) -> set[str]:
+    """``entry`` and every module of ``files`` it reaches by imports (the packages above it included);
+    ``graph``: :func:`import_graph` of ``files``, when already built."""
     if entry not in files:
         raise KeyError(f"no module {entry} under {', '.join(PACKAGES)}")
     seen: set[str] = set()
@@ -89,7 +95,8 @@ def import_closure(entry: str, files: Mapping[str, Path]) -> set[str]:
         if module in seen:
             continue
         seen.add(module)
-        todo.extend(imported_modules(module, files[module], files) - seen)
+        imports = graph[module] if graph is not None else imported_modules(module, files[module], files)
+        todo.extend(imports - seen)
     return seen
 
 
@@ -125,7 +132,8 @@ def is_code(dep: str, prefix: str) -> bool:
 def stage_code_deps(stages: Mapping[str, Any], prefix: str, root: Path = ROOT) -> dict[str, list[str]]:
     """stage name -> the code deps it should list (``prefix`` before each: ``../`` in study/dvc.yaml)."""
     files = module_files(root)
-    return {name: [prefix + d for d in dep_paths(import_closure(entry_module(_body(stage)["cmd"]), files),
+    graph = import_graph(files)
+    return {name: [prefix + d for d in dep_paths(import_closure(entry_module(_body(stage)["cmd"]), files, graph),
                                                   files, root)]
             for name, stage in stages.items()}
 
