@@ -87,16 +87,19 @@ def evaluate(config: fconfig.Config | None = None, run: str | None = None, check
     ``model`` is a model fade did not train (an HF folder or hub id)."""
     cfg = config_or_params(config)
     parts = evaluate_shards(cfg, checkpoints_to_evaluate(cfg, run, checkpoint, arm, model), foreign=model is not None)
-    _publish(parts)
+    _publish(parts, cfg.pipeline.name)
     return {"results_dir": cfg.eval.results_dir, "parts": parts}
 
 
-def _publish(parts: list[dict[str, Any]]) -> None:
+def _publish(parts: list[dict[str, Any]], pipeline: str) -> None:
     from prefect.artifacts import create_table_artifact
+
+    from tasks.naming import artifact_key
 
     if parts:
         rows = [{k: p[k] for k in ("run_id", "benchmark", "step", "rows", "pass_rate")} for p in parts]
-        create_table_artifact(table=rows, key="fade-evaluate", description="Evaluated checkpoints (sample pass rate).")
+        create_table_artifact(table=rows, key=artifact_key(pipeline, "evaluate"),
+                              description="Evaluated checkpoints (sample pass rate).")
 
 
 def register(app: typer.Typer) -> None:

@@ -35,6 +35,7 @@ def report(config: fconfig.Config | None = None) -> dict[str, Any]:
         study={"runs_dir": cfg.train.runs_dir, "benchmark": cfg.train.benchmark,
                "arms": {k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}}
         if cfg.report.study else None,
+        pipeline=cfg.pipeline.name,
     )
     out["config"] = str(fconfig.save(cfg, out_dir / "config.yaml"))
     return out

@@ -37,6 +37,8 @@ def train_runs(plans: Sequence[plan.RunPlan], *, problems_path: str | None = Non
     (tasks/sweep.py). Each run is tagged with its arm, method and seed (and ``extra_tags``)."""
     from prefect.artifacts import create_progress_artifact, update_progress_artifact
 
+    from tasks.naming import artifact_key
+
     log = get_run_logger()
     if cached:
         from tasks.sweep import code_version, train_cached
@@ -48,7 +50,9 @@ def train_runs(plans: Sequence[plan.RunPlan], *, problems_path: str | None = Non
                   f"method:{p.config.train.method}", f"seed:{p.seed}"):
             futures.append(train_cached.submit(p.config, code) if cached
                            else tasks.train_run.submit(p.config, problems_path, progress))
-    artifact = create_progress_artifact(progress=0.0, key="fade-train", description="Training runs finished")
+    pipeline = plans[0].config.pipeline.name if plans else "fade"
+    artifact = create_progress_artifact(progress=0.0, key=artifact_key(pipeline, "train"),
+                                        description="Training runs finished")
     results = []
     for i, (p, fut) in enumerate(zip(plans, futures, strict=True), 1):
         res = fut.result()

@@ -6,7 +6,8 @@ SAMPLES is JSON lines or parquet with at least ``problem_id`` and ``completion``
 ``sample_index``, are kept); PROBLEMS is a problems parquet (the problem table). Every sample is scored
 with :func:`fade_core.verifiers.score_batch` (countdown in-process, math in worker processes, code in
 the sandbox) and written with ``reward``, ``passed``, ``status`` and ``detail`` columns to ``--out``
-(JSON lines, or parquet when the name ends in .parquet; default ``<SAMPLES stem>.verdicts.jsonl``).
+(JSON lines, or parquet when the name ends in .parquet; default: beside SAMPLES, see
+:func:`default_verdicts_path`, so two samples files never share a default output).
 A summary table (per benchmark and kind: samples, passed, pass rate, statuses) is printed.
 
 An analysis tool rather than a pipeline stage: the command calls :func:`verify_samples` directly.
@@ -54,6 +55,22 @@ def read_samples(path: Path) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+SAMPLE_SUFFIXES = {".jsonl": ".jsonl", ".parquet": ".parquet"}
+"""A samples file's format suffix -> the default verdicts file's (the format is kept)."""
+
+
+def default_verdicts_path(samples: Path) -> Path:
+    """Where the verdicts of ``samples`` go without --out: the name with only a format suffix (.jsonl,
+    .parquet) replaced by ``.verdicts.<same>``, any other name kept whole plus ``.verdicts.jsonl``:
+    ``exp.a`` -> ``exp.a.verdicts.jsonl``, ``exp.b`` -> ``exp.b.verdicts.jsonl``, ``run.1.parquet`` ->
+    ``run.1.verdicts.parquet`` (never the whole name up to its first dot, which files differing only
+    after it would share)."""
+    suffix = SAMPLE_SUFFIXES.get(samples.suffix)
+    if suffix is None:
+        return samples.with_name(samples.name + ".verdicts.jsonl")
+    return samples.with_name(samples.name[: -len(samples.suffix)] + ".verdicts" + suffix)
+
+
 def verify_samples(samples: Path, problems: Path, out: Path | None = None, *, workers: int | None = None,
                    progress: bool = True) -> tuple[Path, pd.DataFrame]:  # fmt: skip
     """Score ``samples`` against ``problems``; write the verdicts; return (path, verdicts frame)."""
@@ -79,7 +96,9 @@ def verify_samples(samples: Path, problems: Path, out: Path | None = None, *, wo
     res["passed"] = [s.passed for s in scores]
     res["status"] = [s.status for s in scores]
     res["detail"] = [s.detail for s in scores]
-    out = out or samples.with_name(samples.name.split(".")[0] + ".verdicts.jsonl")
+    out = out or default_verdicts_path(samples)
+    if out.resolve() in (samples.resolve(), problems.resolve()):
+        raise ValueError(f"{out}: the verdicts would overwrite an input; give another --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".parquet":
         res.to_parquet(out, index=False)

@@ -11,10 +11,12 @@ from fade_core import aggregate as agg
 
 
 @task(name="aggregate-results")
-def aggregate_results(results_dir: str, runs_dir: str | None, ks: list[int], flag_n_per_k: float) -> dict[str, str]:
-    """Build results_dir/results.duckdb and its exports; return {name: path}."""
+def aggregate_results(results_dir: str, runs_dir: str | None, ks: list[int], flag_n_per_k: float,
+                      pipeline: str = "fade") -> dict[str, str]:
+    """Build results_dir/results.duckdb and its exports; return {name: path}. ``pipeline``: pipeline.name,
+    the prefix of the headline table's artifact key (tasks.artifacts)."""
     written = agg.aggregate(results_dir, runs_dir=runs_dir, opts=agg.AggregateOptions(ks=ks, flag_n_per_k=flag_n_per_k))
-    _publish(written)
+    _publish(written, pipeline)
     return {k: str(v) for k, v in written.items()}
 
 
@@ -32,11 +34,13 @@ def headline_rows(results: str) -> list[dict[str, Any]]:
     return df.astype(object).where(df.notna(), None).to_dict("records")
 
 
-def _publish(written: dict[str, Any]) -> None:
+def _publish(written: dict[str, Any], pipeline: str) -> None:
     from prefect.artifacts import create_table_artifact
     from prefect.context import TaskRunContext
 
+    from tasks.naming import artifact_key
+
     if TaskRunContext.get() is None:  # called outside a flow: nothing to publish to
         return
-    create_table_artifact(table=headline_rows(str(written["database"])), key="fade-pass-at-k",
+    create_table_artifact(table=headline_rows(str(written["database"])), key=artifact_key(pipeline, "pass-at-k"),
                           description="Final-step pass@k (%) per benchmark and method, mean and std over seeds.")

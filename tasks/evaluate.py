@@ -11,6 +11,7 @@ from prefect import task
 from fade_core import evaluate as ev
 from fade_core import runs
 from fade_core.store import ResultsStore
+from tasks.naming import evaluate_run_name
 
 
 def load_problem_tables(paths: dict[str, str], *, split: str, max_problems: int | None) -> dict[str, Any]:
@@ -25,7 +26,7 @@ def load_problem_tables(paths: dict[str, str], *, split: str, max_problems: int 
     return tables
 
 
-@task(name="evaluate-checkpoint")
+@task(name="evaluate-checkpoint", task_run_name=evaluate_run_name)
 def evaluate_checkpoint(
     checkpoint: str,
     problem_paths: dict[str, str],

@@ -15,7 +15,7 @@ from fade_core import data
 from fade_core.data import card, decontamination
 
 
-@task(name="prepare-benchmark")
+@task(name="prepare-benchmark", task_run_name="prepare-{benchmark}")
 def prepare_benchmark(
     benchmark: str, source: str | None, options: dict[str, Any], out_path: str
 ) -> dict[str, Any]:

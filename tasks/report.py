@@ -6,6 +6,7 @@ as a Prefect markdown artifact."""
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,13 +32,15 @@ def build_report(
     tensorboard_dir: str | None = None,
     problem_paths: dict[str, str] | None = None,
     study: dict[str, Any] | None = None,
+    pipeline: str = "fade",
 ) -> dict[str, Any]:
     """Write reports/<name>/ (see fade_core.report); return the paths and the figures left out (with why).
 
     runs_dir: the runs (their configs say what each arm is); tensorboard_dir: the runs' live TensorBoard
     logs (linked); problem_paths: {benchmark: problem table} for the prompts of the example completions.
     ``study`` ({"runs_dir", "arms": {label: {method, params}}, "benchmark"}) adds the study section: the
-    claims of fade_core.study computed from those runs and this results.duckdb, and the sign-axis figure."""
+    claims of fade_core.study computed from those runs and this results.duckdb, and the sign-axis figure.
+    ``pipeline``: pipeline.name, the prefix of the artifacts' keys (tasks.artifacts)."""
     card = ""
     if data_card_path and Path(data_card_path).exists():
         card = Path(data_card_path).read_text()
@@ -59,7 +62,7 @@ def build_report(
     out = rep.build_report(results_dir, out_dir, inputs)
     if study is not None:
         out["claims"] = {c.id: c.verdict for c in claims}
-    _publish(out)
+    _publish(out, pipeline)
     return {
         "html": str(out["html"]),
         "figures": {k: {f: str(p) for f, p in v.items()} for k, v in out["figures"].items()},
@@ -119,16 +122,45 @@ def _flow_run_start(flow_run_id: str) -> datetime | None:
     return started.astimezone(UTC) if started is not None else None
 
 
-def _publish(out: dict[str, Any]) -> None:
-    from prefect.artifacts import create_markdown_artifact
-    from prefect.context import TaskRunContext
+def png_data_uri(path: str | Path) -> str:
+    """A PNG file as a ``data:`` URI: an image artifact the Prefect UI shows without reaching the machine
+    that wrote the file."""
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
-    if TaskRunContext.get() is None:
-        return
+
+HEADLINE_FIGURES = ("pass_at_k_vs_step", "frontier", "peak_step")
+"""The report's figures published as image artifacts (when drawn as PNG)."""
+
+
+def report_markdown(out: dict[str, Any]) -> str:
+    """The report artifact: the headline tables, and the page as a link (a ``file://`` URI of the html)."""
+    html = Path(out["html"]).resolve()
     md = ["## Final pass@k (%) with 95% confidence intervals", "", rep.markdown_table(out["headline_table"]),
           "", "## FADE's lead over the best static baseline", "",
           rep.markdown_table(out["lead_table"], empty="(no FADE run or no static baseline)"), "",
-          f"Report: `{out['html']}`"]
+          f"Report: [{html.parent.name}/{html.name}]({html.as_uri()}) (on the machine that built it: {html})"]
     if out["missing"]:
         md += ["", "Figures not drawn: " + ", ".join(f"{k} ({v})" for k, v in out["missing"].items())]
-    create_markdown_artifact(markdown="\n".join(md), key="fade-report", description="fade report headline")
+    return "\n".join(md)
+
+
+def _publish(out: dict[str, Any], pipeline: str) -> None:
+    from prefect.artifacts import create_image_artifact, create_link_artifact, create_markdown_artifact
+    from prefect.context import TaskRunContext
+
+    from fade_core.report.figures import FIGURES
+    from tasks.naming import artifact_key
+
+    if TaskRunContext.get() is None:
+        return
+    create_markdown_artifact(markdown=report_markdown(out), key=artifact_key(pipeline, "report"),
+                             description="fade report headline")
+    html = Path(out["html"]).resolve()
+    create_link_artifact(link=html.as_uri(), link_text=f"{pipeline}: {html.parent.name}/{html.name}",
+                         key=artifact_key(pipeline, "report-page"), description="The fade report's html page")
+    captions = dict(FIGURES)
+    for name in HEADLINE_FIGURES:
+        png = (out["figures"].get(name) or {}).get("png")
+        if png is not None and Path(png).exists():
+            create_image_artifact(image_url=png_data_uri(png), key=artifact_key(pipeline, f"figure-{name}"),
+                                  description=captions.get(name, name))

@@ -17,6 +17,7 @@ from prefect.cache_policies import INPUTS, TASK_SOURCE
 
 import fade_core
 from fade_core import config as fconfig
+from tasks.naming import train_run_name
 
 
 @lru_cache(maxsize=1)
@@ -30,7 +31,7 @@ def code_version() -> str:
     return h.hexdigest()[:16]
 
 
-@task(name="sweep-train-run", cache_policy=INPUTS + TASK_SOURCE, retries=2, retry_delay_seconds=5,
+@task(name="sweep-train-run", task_run_name=train_run_name, cache_policy=INPUTS + TASK_SOURCE, retries=2, retry_delay_seconds=5,
       persist_result=True)
 def train_cached(config: fconfig.Config, code: str) -> dict[str, Any]:
     """One training run of the sweep (``code`` = :func:`code_version`, so code changes miss the cache)."""

@@ -14,9 +14,10 @@ from prefect import task
 from fade_core import config as fconfig
 from fade_core import runs
 from fade_core.train import Trainer, load_problems
+from tasks.naming import train_run_name
 
 
-@task(name="train-rl-run")
+@task(name="train-rl-run", task_run_name=train_run_name)
 def train_run(config: fconfig.Config, problems_path: str | None = None, progress: bool = True) -> dict[str, Any]:
     """Train the run of ``config`` (validated); returns run id, run dir, checkpoints, last metrics.
 

@@ -32,6 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from prefect_local import TELEMETRY_ENV, free_port, kill_group, server_env, start_server  # noqa: E402
+from test_pipeline import MICRO  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PREFECT_YAML = REPO / "prefect.yaml"
@@ -75,6 +76,11 @@ def test_required_deployments_and_nightly_schedule() -> None:
 
     CronSchedule(cron=schedule["cron"], timezone=schedule["timezone"])
     assert len(schedule["cron"].split()) == 5
+    # a workstation's variant: the same flow, parameters and schedule, on the process pool
+    local = deps["nightly-baselines-local"]
+    for key in ("entrypoint", "parameters", "schedules", "concurrency_limit"):
+        assert local[key] == nightly[key], key
+    assert local["work_pool"]["name"] == "fade-process" and nightly["work_pool"]["name"] == "fade-gpu"
 
 
 def test_methods_of_nightly_sweep_are_registered_advantages() -> None:
@@ -235,11 +241,12 @@ async def _read_back(api_url: str, names: list[str]) -> dict[str, Any]:
     return {"deployments": {d.name: d for d in deps}, "pools": pools}
 
 
-async def _run_smoke(api_url: str, deployment_id: Any) -> Any:
+async def _run_smoke(api_url: str, deployment_id: Any, parameters: dict[str, Any] | None = None) -> Any:
+    """A flow run of the deployment (its own parameters, updated with ``parameters``), for a worker to pick up."""
     from prefect.client.orchestration import PrefectClient
 
     async with PrefectClient(api_url) as client:
-        return await client.create_flow_run_from_deployment(deployment_id)
+        return await client.create_flow_run_from_deployment(deployment_id, parameters=parameters)
 
 
 async def _flow_run_and_logs(api_url: str, flow_run_id: Any) -> tuple[Any, list[str]]:
@@ -308,6 +315,7 @@ def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
             nightly = got["deployments"]["nightly-baselines"]
             assert set(nightly.parameters["methods"]) == STATIC_BASELINES
         assert "pipeline" not in deployable or not got["deployments"]["pipeline"].schedules
+        assert "nightly-baselines-local" in deployable  # the sweep's process-pool variant registers with its cron
 
         flow_run = asyncio.run(_run_smoke(api_url, got["deployments"]["smoke"].id))
         with worker_log.open("wb") as out:
@@ -328,8 +336,36 @@ def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
         # The pull step changed into the repository: the flow ran there and found its params.yaml.
         assert f"'cwd': '{REPO}'" in summary[0], summary[0]
         assert "'params_found': True" in summary[0] and "'telemetry_off': True" in summary[0], summary[0]
+        t_smoke = time.monotonic() - started
+
+        # The process-pool variant of the nightly sweep (its schedule was read back above) runs once under
+        # a process worker: one static baseline x one seed of the micro config, results in tmp_path.
+        from fade_core import config as fconfig
+
+        micro = fconfig.load(REPO / "params.yaml", MICRO).to_dict()
+        micro["pipeline"]["name"] = "nightly-micro"
+        sweep_run = asyncio.run(_run_smoke(api_url, got["deployments"]["nightly-baselines-local"].id, {
+            "config": micro, "methods": ["grpo"], "seeds": [0], "results": str(tmp_path / "results")}))
+        kill_group(worker)
+        with worker_log.open("wb") as out:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "prefect", "worker", "start", "--pool", "fade-process", "--type", "process",
+                 "--run-once", "--prefetch-seconds", "30"],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        try:
+            worker.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"process worker did not finish the sweep within 600 s:\n{worker_log.read_text()[-4000:]}")
+        run, _ = asyncio.run(_flow_run_and_logs(api_url, sweep_run.id))
+        assert run.state is not None and run.state.is_completed(), (
+            f"state {run.state!r}\nworker log:\n{worker_log.read_text()[-4000:]}")
+        swept = tmp_path / "results" / "nightly-micro-sweep"
+        assert [p.name.rsplit("-", 1)[0] for p in (swept / "runs").glob("*/*") if p.is_dir()] == ["grpo-s0"]
+        assert (swept / "reports" / "default" / "index.html").exists()
         elapsed = time.monotonic() - started
-        print(f"server healthy {t_server:.1f} s, deployed {t_deploy:.1f} s, smoke run completed {elapsed:.1f} s")
+        print(f"server healthy {t_server:.1f} s, deployed {t_deploy:.1f} s, smoke run completed {t_smoke:.1f} s, "
+              f"local nightly sweep run completed {elapsed:.1f} s")
     finally:
         kill_group(worker)
         kill_group(server)

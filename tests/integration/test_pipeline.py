@@ -35,6 +35,10 @@ MICRO = [
 ]
 
 
+EXP_SHOW_COLUMNS = ["--only-changed", "--keep", r".*pass@\d+$", "--drop", "(data|models|runs|eval)/.*"]
+"""`dvc exp show` options of the README's comparison table."""
+
+
 def _env(tmp: Path, api_url: str | None = None) -> dict[str, str]:
     """Environment of a `fade`/`dvc` subprocess: telemetry off, its own PREFECT_HOME, and the session's
     Prefect server (``api_url``, the prefect_api fixture) or, without one, a temporary server per command."""
@@ -120,6 +124,8 @@ def test_dvc_repro_on_fresh_copy(tmp_path, prefect_api):
     # a queued experiment (dvc exp run --queue -S ...) runs and lands in `dvc exp show`
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "alpha 3"], cwd=repo, check=True)
     _run([str(BIN / "dvc"), "exp", "run", "--queue", "-S", "pipeline.arms.power2.params.alpha=1", "-n", "alpha1"], repo, env)
+    # a second, cheap experiment (the report stage only): two experiments to compare
+    _run([str(BIN / "dvc"), "exp", "run", "--queue", "-S", "report.title=second", "-n", "retitled"], repo, env)
     _run([str(BIN / "dvc"), "queue", "start"], repo, env)
     import time
 
@@ -130,6 +136,17 @@ def test_dvc_repro_on_fresh_copy(tmp_path, prefect_api):
             break
         time.sleep(5)
     assert "Success" in status, status
+    subprocess.run([str(BIN / "dvc"), "queue", "stop"], cwd=repo, env=env, capture_output=True)
     shown = subprocess.run([str(BIN / "dvc"), "exp", "show", "--json"], cwd=repo, env=env, capture_output=True,
                            text=True, check=True).stdout
-    assert "alpha1" in json.dumps(json.loads(shown))
+    # the metrics are cached outputs, so each experiment's commit has them (not only the workspace row)
+    experiments = {rev["name"]: rev["data"] for base in json.loads(shown) for exp in base.get("experiments") or []
+                   for rev in exp.get("revs") or []}
+    assert {"alpha1", "retitled"} <= set(experiments), experiments.keys()
+    for name in ("alpha1", "retitled"):
+        metrics = experiments[name]["metrics"]["eval/metrics.json"]
+        assert "error" not in metrics and {"grpo", "power2"} <= set(metrics["data"]["countdown"]), (name, metrics)
+    # the README's readable table: the params that differ and the pass@k metrics, not every key of params.yaml
+    table = _run([str(BIN / "dvc"), "exp", "show", "--csv", *EXP_SHOW_COLUMNS], repo, env).splitlines()
+    header = table[0].split(",")
+    assert "params.yaml:report.title" in header and "countdown.power2.pass@1" in header and len(header) < 40, header

@@ -90,3 +90,19 @@ def test_verify_cli_errors_name_the_problem(tmp_path):
     samples.write_text("not json\n")
     res = CliRunner().invoke(_app(), ["verify", str(samples), str(problems)])
     assert res.exit_code == 2 and "line 1" in res.output
+
+
+def test_default_outputs_of_two_samples_files_differ(tmp_path):
+    """`fade verify exp.a P` then `fade verify exp.b P`: each its own verdicts file, neither overwritten."""
+    problems = tmp_path / "problems.parquet"
+    _problems().iloc[:1].to_parquet(problems, index=False)  # countdown only: scored in-process
+    for name, completion in (("exp.a", "3*5+7"), ("exp.b", "3+5+7")):
+        (tmp_path / name).write_text(json.dumps({"problem_id": "cd/0", "completion": completion}) + "\n")
+        res = CliRunner().invoke(_app(), ["verify", str(tmp_path / name), str(problems)])
+        assert res.exit_code == 0, res.output
+    got = {n: pd.read_json(tmp_path / f"{n}.verdicts.jsonl", lines=True) for n in ("exp.a", "exp.b")}
+    assert list(got["exp.a"]["passed"]) == [True] and list(got["exp.b"]["passed"]) == [False]
+    assert verify_flow.default_verdicts_path(tmp_path / "run.1.parquet").name == "run.1.verdicts.parquet"
+    assert verify_flow.default_verdicts_path(tmp_path / "run.1.jsonl").name == "run.1.verdicts.jsonl"
+    res = CliRunner().invoke(_app(), ["verify", str(tmp_path / "exp.a"), str(problems), "--out", str(problems)])
+    assert res.exit_code == 2 and "overwrite an input" in res.output
