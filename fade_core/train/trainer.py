@@ -45,6 +45,7 @@ from fade_core.train import checkpoint as ckpt
 from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
 from fade_core.train.policy import batch_logprobs, completion_logprobs, zero_loss
+from fade_core.train.probes import Probes
 from fade_core.train.record import ProgressBar, StepLogger, step_record
 from fade_core.train.schedules import (
     RESAMPLE_ROUND,
@@ -135,6 +136,7 @@ class Trainer:
         self.eps_low = hints.get("eps_low", self.tcfg.eps_low)
         self.eps_high = hints.get("eps_high", self.tcfg.eps_high)
         self.label = run_label(self.tcfg.method, self.tcfg.params, self.tcfg.label)
+        self.kl_estimator = losses.kl_estimator_for(self.tcfg.kl_estimator, self.tcfg.kl_target_validity is not None)
         self.skip_zero_rows = True  # rows whose loss is identically 0 skip the forward (exact; off for benchmarks)
 
     # ------------------------------------------------------------------------------ set-up
@@ -160,6 +162,8 @@ class Trainer:
         self.base_validity: float | None = None
         self.head_w0 = self.backend.full_weight(models.output_head(self.model)).cpu()
         self.prompts = [prompt_text(p) for p in self.problems]
+        eval_rows = load_problems(cfg, split=self.tcfg.eval_split) if self.tcfg.eval_every > 0 else None
+        self.probes = Probes(cfg, self.model, self.tokenizer, self.problems, eval_rows, self.backend, prompt_text)
 
     def _load_ref(self) -> None:
         if self.ref_model is None and (self.tcfg.kl_coef > 0 or self.tcfg.kl_target_validity is not None):
@@ -260,7 +264,7 @@ class Trainer:
                         eps_low=self.eps_low, eps_high=self.eps_high, dual_clip=t.dual_clip, agg=self.loss_agg,
                         norm_len=self.rcfg.max_new_tokens, num_tokens=num_tokens, num_seqs=num_seqs,
                         ref_logprobs=ref_lp[idx, :width].to(dev) if ref_lp is not None else None,
-                        kl_coef=self.kl_coef, kl_estimator=t.kl_estimator,
+                        kl_coef=self.kl_coef, kl_estimator=self.kl_estimator,
                         entropy=ent if ent is not None else sampled_ent, entropy_coef=t.entropy_coef,
                     )
                     stats.add(st)
@@ -318,6 +322,10 @@ class Trainer:
             record["eff_rank_step"] = effective_rank(head_now - head_before)
             record["rank1_frac"] = rank1_fraction(head_now - self.head_w0)
             record["eff_rank"] = effective_rank(head_now - self.head_w0)
+        record.update(self.probes.measure(step, self.model))
+        # the step's budget: every rollout sampled (refill rounds and resampled groups included), every optimizer step
+        record["rollouts"] = t.group_size * (rounds * t.prompts_per_step + resample.get("resample_groups", 0))
+        record["optimizer_steps"] = upd["optimizer_steps"] + resample.get("resample_optimizer_steps", 0)
         resample_gen = resample.get("resample_gen_seconds", 0.0)
         resample_score = resample.get("resample_score_seconds", 0.0)
         record["time_rollout"] = groups.gen_seconds + resample_gen
@@ -337,6 +345,7 @@ class Trainer:
             "resample_groups": len(chosen),
             "resample_reward_mean": float(second.rewards.mean()),
             "resample_loss": upd["loss"],
+            "resample_optimizer_steps": upd["optimizer_steps"],
             "resample_gen_seconds": second.gen_seconds,
             "resample_score_seconds": second.score_seconds,
         }
