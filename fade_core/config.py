@@ -46,13 +46,34 @@ class Section(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------- data
-class CountdownData(Section):
-    num_train: int = Field(1000, ge=1, description="Training problems of the built-in countdown task.")
-    num_test: int = Field(200, ge=1, description="Held-out problems of the built-in countdown task.")
-    num_numbers: int = Field(3, ge=2, le=5, description="Integers given per problem (each used exactly once).")
+class CountdownLevel(Section):
+    num_numbers: int = Field(..., ge=2, le=5, description="Integers given per problem (each used exactly once).")
     max_number: int = Field(9, ge=2, le=99, description="Integers are drawn uniformly from 1..max_number.")
+    share: float = Field(..., gt=0, description="This level's share of every split (shares are normalised).")
+
+
+COUNTDOWN_LEVEL_NAMES = ("easy", "medium", "hard")
+
+
+class CountdownData(Section):
+    levels: dict[str, CountdownLevel] = Field(
+        default_factory=lambda: {"easy": CountdownLevel(num_numbers=3, max_number=9, share=0.5),
+                                 "hard": CountdownLevel(num_numbers=4, max_number=9, share=0.5)},
+        description="Difficulty levels of the built-in task, named easy/medium/hard (the problem table's difficulty_level): numbers per problem, their range, share of each split.",
+    )
+    num_train: int = Field(2000, ge=1, description="Training problems of the built-in countdown task.")
+    num_validation: int = Field(120, ge=0, description="Validation problems (disjoint from train and test): where hyper-parameters are chosen.")
+    num_test: int = Field(200, ge=1, description="Held-out problems of the built-in countdown task.")
     min_solutions: int = Field(2, ge=1, description="Keep only targets with at least this many distinct correct expressions.")
     seed: int = Field(0, description="Seed of the generator; the same seed gives the same problems.")
+
+    @model_validator(mode="after")
+    def _level_names(self) -> CountdownData:
+        bad = [n for n in self.levels if n not in COUNTDOWN_LEVEL_NAMES]
+        if bad or not self.levels:
+            raise ValueError(f"data.countdown.levels: name levels {' / '.join(COUNTDOWN_LEVEL_NAMES)} (the problem "
+                             f"table's difficulty levels); got {list(self.levels) or 'none'}")
+        return self
 
 
 class LiveCodeBenchData(Section):
@@ -210,18 +231,34 @@ class TrainConfig(Section):
         "token-mean", description="How token losses are aggregated."
     )
     kl_coef: float = Field(0.0, ge=0, description="Coefficient of the KL penalty to the reference (0 disables).")
-    kl_estimator: Literal["k1", "k2", "k3"] = Field("k3", description="KL estimator.")
+    kl_estimator: Literal["k1", "k2", "k3"] | None = Field(
+        None, description="KL estimator of the penalty (null: k3, and k2 in the target mode, the only one whose gradient is the reverse KL's)."
+    )
     kl_target_validity: float | None = Field(
-        None, gt=0, lt=1, description="Set kl_coef from a target validity mu: beta = 1/(logit mu - logit A)."
+        None, gt=0, lt=1, description="Set kl_coef from a target validity mu: beta = 1/(logit mu - logit A), with the k2 estimator."
     )
     entropy_coef: float = Field(0.0, ge=0, description="Entropy bonus coefficient.")
     grad_clip: float = Field(1.0, gt=0, description="Gradient-norm clip.")
     checkpoint_every: int = Field(50, ge=1, description="Save a checkpoint every N steps.")
-    rank1_every: int = Field(10, ge=1, description="Measure the rank-1 fraction of the output head's update every N steps.")
+    rank1_every: int = Field(10, ge=1, description="Measure the rank-1 fraction of the output head's (and the hidden matrix's) update every N steps.")
+    rank1_hidden: str | None = Field("auto", description="Hidden-layer weight whose update's rank-1 fraction is measured too (a parameter name; auto: the middle block's MLP down projection; null: none).")
+    probe_prompts: int = Field(32, ge=0, description="Fixed training prompts of the probe set: its completions, drawn once from the base, are teacher-forced every step to measure probe_entropy (0: off).")
+    probe_samples: int = Field(4, ge=1, description="Completions per probe prompt.")
+    eval_every: int = Field(0, ge=0, description="Every N steps, pass@1 on a fixed set of eval_problems problems of eval_split, logged as eval_pass1 (0: off).")
+    eval_split: str = Field("validation", min_length=1, description="Split of the training benchmark the periodic pass@1 is measured on.")
+    eval_problems: int = Field(64, ge=1, description="Problems of the periodic pass@1 (a fixed, seeded choice).")
+    eval_samples: int = Field(16, ge=1, description="Samples per problem of the periodic pass@1 (one fixed seed at every evaluation).")
     base_checkpoint: str | None = Field(
         None, description="Start from this HF checkpoint folder (any checkpoint of a warm start or of your own pre-training run) instead of the base model."
     )
     runs_dir: str = Field("runs", description="Where runs/<run_id>/ go.")
+
+    @model_validator(mode="after")
+    def _kl_target_estimator(self) -> TrainConfig:
+        if self.kl_target_validity is not None and self.kl_estimator not in (None, "k2"):
+            raise ValueError(f"train.kl_estimator={self.kl_estimator}: the KL target mode (train.kl_target_validity) "
+                             "needs k2, the only estimator whose gradient is the reverse KL's (or null)")
+        return self
 
 
 # ------------------------------------------------------------------------------------------ rollout

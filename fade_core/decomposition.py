@@ -17,7 +17,7 @@ E[m] = sum_c C(G, c) p^c (1-p)^(G-c) m(c). Known large-G profiles: REINFORCE m_S
 Dr.GRPO m_S = m_F = p(1-p) (exactly (G-1)/G p(1-p) at finite G); Power(alpha) ~ p(1-p)^alpha, peak at
 1/(1+alpha); AsymGRPO(delta) m_F = m_S / delta.
 
-:func:`entropy_drift` is the first-order change of the policy's entropy under a step with these masses.
+:func:`entropy_drift` is the first-order change of the policy's entropy under a step: -eta Cov(log pi, A).
 """
 
 from __future__ import annotations
@@ -261,11 +261,11 @@ def adv_logprob_covariance(advantages: Tensor, logprobs: Tensor, mask: Tensor | 
     return ((a - a.mean()) * (lp - lp.mean())).mean()
 
 
-def entropy_drift(lr: Any, m_s: Any, m_f: Any, entropy: Any, cov_adv_logprob: Any) -> Any:
-    """First-order entropy change of one step: dH ~ lr * [(m_S - m_F) * H - Cov(A, log pi)].
-
-    Works elementwise on floats, numpy arrays or tensors (the spec's formula). Since E[log pi] = -H, it
-    is -lr * E[A log pi] split into a sign term, (m_S - m_F) H, and the covariance of the advantage with
-    the rollouts' log-probability; ``lr`` is the step size eta.
+def entropy_drift(lr: Any, cov_adv_logprob: Any) -> Any:
+    """First-order entropy change of one step: dH ~ -lr * Cov_{y~pi}(log pi(y), A(y)) (Cui et al. 2025,
+    softmax policy, natural policy gradient), elementwise on floats, numpy arrays or tensors; ``lr`` is the
+    step size eta. There is no (m_S - m_F) H term: for a softmax a constant shift of A cancels in
+    expectation, so the sign axis acts on the entropy only through the shared representation and sampling
+    noise, which this first-order formula does not describe.
     """
-    return lr * ((m_s - m_f) * entropy - cov_adv_logprob)
+    return -lr * cov_adv_logprob

@@ -18,6 +18,15 @@ KL to a reference policy, per token, with d_t = ref_t - logp_t (samples drawn fr
     k2 = d_t^2 / 2              (biased, low variance; its gradient is that of the reverse KL)
     k3 = exp(d_t) - d_t - 1     (unbiased, non-negative; Schulman's estimator, the GRPO default)
 
+As *loss terms* (differentiated through log pi on samples of pi) they are not interchangeable: k2's
+expected gradient, E_pi[(log pi - log ref) grad log pi], is the gradient of the reverse KL(pi || ref);
+k3's, E_pi[(1 - ref/pi) grad log pi] = -sum_y ref(y) grad log pi(y), is the gradient of the *forward*
+KL(ref || pi); k1's, E_pi[grad log pi], is 0. So only k2 makes the penalised objective
+E[r] - beta KL(pi || ref), whose optimum the KL target mode (``train.kl_target_validity``,
+fade_core.train.schedules) solves for; that mode therefore uses k2 (:func:`kl_estimator_for`). Per token,
+k2's gradient is the reverse KL's own-token part: exact for one-token completions, and it leaves out
+the later tokens' KL for longer ones.
+
 The total token loss is pg_t + kl_coef * kl_t - entropy_coef * H_t; it is reduced to a scalar by one of
 the aggregation modes (``mask`` marks real tokens of rollouts that contribute):
 
@@ -42,6 +51,19 @@ AggMode = Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm"
 AGG_MODES = ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 KL_ESTIMATORS = ("k1", "k2", "k3")
 LOG_RATIO_CLAMP = 20.0
+
+
+def kl_estimator_for(configured: str | None, target_mode: bool) -> str:
+    """The KL estimator a run uses: the configured one, else k2 in the target mode (its gradient is the
+    reverse KL's, see the module docstring) and k3 otherwise. The target mode with k1 or k3 is an error."""
+    if configured is None:
+        return "k2" if target_mode else "k3"
+    if configured not in KL_ESTIMATORS:
+        raise ValueError(f"unknown KL estimator {configured!r}; expected one of {KL_ESTIMATORS}")
+    if target_mode and configured != "k2":
+        raise ValueError(f"the KL target mode needs the k2 estimator (the only one whose gradient is the reverse "
+                         f"KL's), got {configured}")
+    return configured
 
 
 def kl_penalty(logprobs: Tensor, ref_logprobs: Tensor, estimator: str = "k3") -> Tensor:

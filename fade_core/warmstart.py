@@ -54,15 +54,6 @@ from fade_core.metrics import pass_at_k
 
 
 # ------------------------------------------------------------------------------------------ examples
-def _targets(numbers: tuple[int, ...], min_solutions: int) -> list[int]:
-    """Positive targets reachable from ``numbers`` with at least ``min_solutions`` distinct expressions."""
-    texts: dict[int, set[str]] = {}
-    for text, value in countdown_task.candidate_expressions(numbers):
-        if value > 0:
-            texts.setdefault(value, set()).add(text)
-    return sorted(v for v, t in texts.items() if len(t) >= min_solutions)
-
-
 def sample_example(
     rng: random.Random,
     *,
@@ -75,12 +66,12 @@ def sample_example(
     """One (prompt, completion) pair; ``correct`` picks the kind (see the module docstring).
 
     The problem distribution matches :func:`fade_core.countdown_task.generate` (uniform numbers, a target
-    uniform over the qualifying reachable values); (sorted numbers, target) pairs in ``exclude`` are
+    uniform over the qualifying reachable values); keys (sorted numbers, target) in ``exclude`` are
     redrawn.
     """
     while True:
         numbers = tuple(rng.randint(1, max_number) for _ in range(num_numbers))
-        targets = _targets(numbers, min_solutions)
+        targets = countdown_task.qualifying_targets(tuple(sorted(numbers)), min_solutions)
         if not targets:
             continue
         target = targets[rng.randrange(len(targets))]
@@ -92,6 +83,12 @@ def sample_example(
         else:
             pool = sorted({t for t, _ in cands})
         return countdown_task.format_prompt(numbers, target), pool[rng.randrange(len(pool))]
+
+
+def sample_level(rng: random.Random, levels: dict[str, countdown_task.Level]) -> countdown_task.Level:
+    """A level drawn with probability proportional to its share."""
+    names = list(levels)
+    return levels[rng.choices(names, weights=[levels[n].share for n in names])[0]]
 
 
 def encode_examples(
@@ -167,13 +164,22 @@ def countdown_pass_at_k(
     return out
 
 
+def countdown_splits(data_cfg: Any, splits: Sequence[str] = ("validation", "test")
+                     ) -> dict[str, list[countdown_task.CountdownProblem]]:
+    """The countdown splits named in ``splits`` exactly as fade_core.data.countdown generates them
+    (``data.countdown``; held-out splits do not depend on the training split's size)."""
+    from fade_core.data.countdown import parse_levels
+
+    cd = data_cfg.countdown
+    sizes = {"train": cd.num_train, "validation": cd.num_validation, "test": cd.num_test}
+    wanted = {s: sizes[s] for s in splits if sizes[s] > 0}
+    return countdown_task.generate_splits(parse_levels(cd.levels), wanted, min_solutions=cd.min_solutions,
+                                          seed=cd.seed)
+
+
 def heldout_problems(data_cfg: Any, limit: int | None = None) -> list[countdown_task.CountdownProblem]:
     """The countdown test split exactly as fade_core.data.countdown generates it (``data.countdown``)."""
-    cd = data_cfg.countdown
-    opts = dict(num_numbers=cd.num_numbers, max_number=cd.max_number, min_solutions=cd.min_solutions)
-    train = countdown_task.generate(cd.num_train, seed=cd.seed, **opts)
-    exclude = {(tuple(sorted(p.numbers)), p.target) for p in train}
-    test = countdown_task.generate(cd.num_test, seed=cd.seed + 1, exclude=exclude, **opts)
+    test = countdown_splits(data_cfg, ("test",))["test"]
     return test[:limit] if limit else test
 
 
@@ -220,9 +226,13 @@ def run_warmstart(
     t_start = time.perf_counter()
     out = Path(out_dir or ws.out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    from fade_core.data.countdown import parse_levels
+
     cd = data_cfg.countdown
-    test = heldout_problems(data_cfg)
-    exclude = frozenset((tuple(sorted(p.numbers)), p.target) for p in test)
+    held_out = countdown_splits(data_cfg)
+    test = held_out.get("test", [])
+    exclude = frozenset(p.key for probs in held_out.values() for p in probs)
+    levels = parse_levels(cd.levels)
     model, tokenizer = models.build_tiny(tiny, seed=ws.seed)
     model.train()
     rng = random.Random(ws.seed)
@@ -233,13 +243,13 @@ def run_warmstart(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(ws.seed)
         for step in range(1, ws.steps + 1):
-            examples = [
-                sample_example(
-                    rng, correct=rng.random() < ws.correct_fraction, num_numbers=cd.num_numbers,
-                    max_number=cd.max_number, min_solutions=cd.min_solutions, exclude=exclude,
-                )
-                for _ in range(ws.batch_size)
-            ]
+            examples = []
+            for _ in range(ws.batch_size):
+                lv = sample_level(rng, levels)
+                examples.append(sample_example(
+                    rng, correct=rng.random() < ws.correct_fraction, num_numbers=lv.num_numbers,
+                    max_number=lv.max_number, min_solutions=cd.min_solutions, exclude=exclude,
+                ))
             ids, attn, loss_mask = encode_examples(tokenizer, examples)
             for group in opt.param_groups:
                 group["lr"] = lr_at(step - 1, ws.steps, ws.lr)

@@ -279,16 +279,18 @@ def bbg_keep_groups(rewards: Tensor, k: int = 16, tau: float = 0.01) -> Tensor:
 def bbg_advantage(rewards: Tensor, k: int = 16, tau: float = 0.01, ddof: int = 1, eps: float = 1e-6) -> Tensor:
     """Bayesian Boundary Gating (PROVISIONAL: the method's text was not available; this follows the spec).
 
-    Groups with m >= 1 successes: A = (u(m)/u(1)) * grpo. Groups with m = 0 (no grpo signal): a signed
-    REINFORCE term, A = -u(0)/u(1) on every (failed) rollout. Groups with u(m) < tau: 0 and masked out.
-    k is the pass@k horizon of the utility (any k >= 1, independent of G).  [num_groups, G] -> same.
+    A = (u(m)/u(1)) * grpo for a group with m successes; groups with u(m) < tau get 0 (and are masked out,
+    :func:`bbg_keep_groups`). A group with m = 0 has no grpo signal and gets no update (A = 0): the BBG
+    abstract has no rule for it, and the signed REINFORCE term an earlier spec gave such groups dominated
+    the method's gradient mass and collapsed training. k is the pass@k horizon of the utility (any k >= 1,
+    independent of G).  [num_groups, G] -> [num_groups, G].
     """
     g = rewards.shape[1]
     m = successes(rewards).sum(dim=1)
     u = bbg_utility(m, g, k).to(rewards.dtype)
     u1 = bbg_utility(torch.ones(()), g, k).to(rewards.dtype)
-    scale = (u / u1)[:, None]
-    adv = torch.where((m == 0)[:, None], -scale.expand_as(rewards), scale * grpo_advantage(rewards, ddof, eps))
+    adv = (u / u1)[:, None] * grpo_advantage(rewards, ddof, eps)
+    adv = torch.where((m == 0)[:, None], torch.zeros_like(adv), adv)
     return torch.where((u >= tau)[:, None], adv, torch.zeros_like(adv))
 
 

@@ -86,6 +86,18 @@ def _optional(check: Callable) -> Callable:
     return lambda v: None if v is None else check(v)
 
 
+P_INIT_FIRST = "first"
+"""FADE's ``p_init`` default: p_hat starts at the first observed batch solve rate."""
+P_BEFORE_OBSERVING = 0.5
+"""The solve rate FADE's alpha is read at before any batch was observed (alpha = 1.5)."""
+
+
+def _p_init(v: Any) -> str | float:
+    if v == P_INIT_FIRST:
+        return P_INIT_FIRST
+    return _number("p_init", 0.0, 1.0)(v)
+
+
 def _target_entropy(v: Any) -> str | float:
     if v == "auto":
         return "auto"
@@ -348,15 +360,18 @@ class FadeAdvantage(Advantage):
 
     Call ``observe(solve_rate=<batch mean reward>, entropy=<batch mean token entropy>)`` once per step
     (other keys are ignored so a trainer can pass one stats dict to every method); the advantage uses
-    the ``alpha`` / ``delta`` current at call time. EMAs (beta = 0.02): p_hat starts at ``p_init`` = 0.5;
-    H_hat starts at the first observed entropy, which also resolves ``target_entropy="auto"`` to
-    ``target_fraction`` (0.5) x that entropy. Before any entropy is seen delta = 1.
+    the ``alpha`` / ``delta`` current at call time. EMAs (beta = 0.02): p_hat starts at the first observed
+    batch solve rate (``p_init="first"``, the default; a number starts it there instead, 0.5 being the
+    reference's choice), so alpha follows the solve rate from the first step instead of spending ~1/beta
+    steps decaying from 0.5; H_hat starts at the first observed entropy, which also resolves
+    ``target_entropy="auto"`` to ``target_fraction`` (0.5) x that entropy. Before any observation alpha
+    is read at p = 0.5 (1.5) and delta = 1.
     Ablations: ``fixed_alpha`` (no difficulty schedule), ``fixed_delta`` (no entropy schedule).
     """
 
     def __init__(self, method: Method, params: dict[str, Any], given: Sequence[str] = ()):
         super().__init__(method, params, given)
-        self.p_hat: float = params["p_init"]
+        self.p_hat: float | None = None if params["p_init"] == P_INIT_FIRST else params["p_init"]
         self.h_hat: float | None = None
         target = params["target_entropy"]
         self.h_target: float | None = None if target == "auto" else float(target)
@@ -366,7 +381,7 @@ class FadeAdvantage(Advantage):
     def alpha(self) -> float:
         if self.params["fixed_alpha"] is not None:
             return self.params["fixed_alpha"]
-        return fade_alpha(self.p_hat, self.params["alpha_max"])
+        return fade_alpha(P_BEFORE_OBSERVING if self.p_hat is None else self.p_hat, self.params["alpha_max"])
 
     @property
     def delta(self) -> float:
@@ -384,7 +399,7 @@ class FadeAdvantage(Advantage):
             p = _scalar("solve_rate", solve_rate)
             if not 0.0 <= p <= 1.0:
                 raise ValueError(f"fade.observe: solve_rate must be in [0, 1], got {p}")
-            self.p_hat = (1.0 - beta) * self.p_hat + beta * p
+            self.p_hat = p if self.p_hat is None else (1.0 - beta) * self.p_hat + beta * p
         if entropy is not None:
             h = _scalar("entropy", entropy)
             if h < 0:
@@ -398,7 +413,7 @@ class FadeAdvantage(Advantage):
         self.steps += 1
 
     def state_record(self) -> dict[str, float]:
-        return {"alpha": float(self.alpha), "delta": float(self.delta), "p_hat": self.p_hat,
+        return {"alpha": float(self.alpha), "delta": float(self.delta), "p_hat": _float_or_nan(self.p_hat),
                 "h_hat": _float_or_nan(self.h_hat), "h_target": _float_or_nan(self.h_target)}
 
     def state_dict(self) -> dict[str, Any]:
@@ -409,7 +424,7 @@ class FadeAdvantage(Advantage):
         expected = {"method", "p_hat", "h_hat", "h_target", "steps"}
         if state.get("method") != self.name or set(state) != expected:
             raise ValueError(f"fade: state must have keys {sorted(expected)} with method='fade', got {dict(state)}")
-        self.p_hat = float(state["p_hat"])
+        self.p_hat = None if state["p_hat"] is None else float(state["p_hat"])
         self.h_hat = None if state["h_hat"] is None else float(state["h_hat"])
         self.h_target = None if state["h_target"] is None else float(state["h_target"])
         self.steps = int(state["steps"])
@@ -484,7 +499,8 @@ _register(Method(
     (Param("alpha_max", 3.0, "a number >= 1", "Upper clip of alpha.", _number("alpha_max", 1.0)),
      Param("delta_min", 0.3, "a number in (0, 1]", "Lower clip of delta.", _number("delta_min", 0.0, 1.0, lo_open=True)),
      Param("beta", 0.02, "a number in (0, 1]", "EMA rate of p_hat and H_hat.", _number("beta", 0.0, 1.0, lo_open=True)),
-     Param("p_init", 0.5, "a number in [0, 1]", "Initial p_hat.", _number("p_init", 0.0, 1.0)),
+     Param("p_init", P_INIT_FIRST, "'first' or a number in [0, 1]",
+           "Initial p_hat: 'first' = the first batch's solve rate; a number starts the EMA there.", _p_init),
      Param("target_entropy", "auto", "'auto' or a number >= 0", "H_target in nats; auto = target_fraction x H_0.",
            _target_entropy),
      Param("target_fraction", 0.5, "a number > 0", "auto target as a share of the first entropy.",

@@ -64,6 +64,7 @@ from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
 from fade_core.train.loggers import tracking_loggers
 from fade_core.train.policy import batch_logprobs, completion_logprobs, zero_loss
+from fade_core.train.probes import Probes
 from fade_core.train.record import ProgressBar, StepLogger, step_record
 from fade_core.train.schedules import (
     RESAMPLE_ROUND,
@@ -159,6 +160,7 @@ class Trainer:
         self.eps_low = hints.get("eps_low", self.tcfg.eps_low)
         self.eps_high = hints.get("eps_high", self.tcfg.eps_high)
         self.label = run_label(self.tcfg.method, self.tcfg.params, self.tcfg.label)
+        self.kl_estimator = losses.kl_estimator_for(self.tcfg.kl_estimator, self.tcfg.kl_target_validity is not None)
         self.skip_zero_rows = True  # rows whose loss is identically 0 skip the forward (exact; off for benchmarks)
         self._warned_truncation = False
 
@@ -190,6 +192,9 @@ class Trainer:
         self.rendered = [build_prompt(p, self.tokenizer, self.prompt_style) for p in self.problems]
         self.prompts = [r.text for r in self.rendered]
         self.max_new_tokens = self.rcfg.max_new_tokens or generation_budget(self.rendered)
+        eval_rows = load_problems(cfg, split=self.tcfg.eval_split) if self.tcfg.eval_every > 0 else None
+        self.probes = Probes(cfg, self.model, self.tokenizer, self.problems, eval_rows, self.backend,
+                             lambda p: build_prompt(p, self.tokenizer, self.prompt_style).text, self.max_new_tokens)
 
     def _save_prompts(self) -> None:
         """``prompt.json`` beside config.yaml: the prompt style, the resolved templates, the chat template
@@ -301,7 +306,7 @@ class Trainer:
                         eps_low=self.eps_low, eps_high=self.eps_high, dual_clip=t.dual_clip, agg=self.loss_agg,
                         norm_len=self.max_new_tokens, num_tokens=num_tokens, num_seqs=num_seqs,
                         ref_logprobs=ref_lp[idx, :width].to(dev) if ref_lp is not None else None,
-                        kl_coef=self.kl_coef, kl_estimator=t.kl_estimator,
+                        kl_coef=self.kl_coef, kl_estimator=self.kl_estimator,
                         entropy=ent if ent is not None else sampled_ent, entropy_coef=t.entropy_coef,
                     )
                     stats.add(st)
@@ -359,6 +364,10 @@ class Trainer:
             record["eff_rank_step"] = effective_rank(head_now - head_before)
             record["rank1_frac"] = rank1_fraction(head_now - self.head_w0)
             record["eff_rank"] = effective_rank(head_now - self.head_w0)
+        record.update(self.probes.measure(step, self.model))
+        # the step's budget: every rollout sampled (refill rounds and resampled groups included), every optimizer step
+        record["rollouts"] = t.group_size * (rounds * t.prompts_per_step + resample.get("resample_groups", 0))
+        record["optimizer_steps"] = upd["optimizer_steps"] + resample.get("resample_optimizer_steps", 0)
         resample_gen = resample.get("resample_gen_seconds", 0.0)
         resample_score = resample.get("resample_score_seconds", 0.0)
         record["time_rollout"] = groups.gen_seconds + resample_gen
@@ -389,6 +398,7 @@ class Trainer:
             "resample_groups": len(chosen),
             "resample_reward_mean": float(second.rewards.mean()),
             "resample_loss": upd["loss"],
+            "resample_optimizer_steps": upd["optimizer_steps"],
             "resample_gen_seconds": second.gen_seconds,
             "resample_score_seconds": second.score_seconds,
         }

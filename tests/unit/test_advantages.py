@@ -100,10 +100,8 @@ def ref_bbg(r, k=16, tau=0.01):
     n = len(r)
     m = sum(1 for x in r if x >= 0.5)
     u, u1 = ref_bbg_u(m, n, k), ref_bbg_u(1, n, k)
-    if u < tau:
+    if u < tau or m == 0:  # gated, or no success: no update
         return [0.0] * n
-    if m == 0:
-        return [-u / u1] * n
     return [u / u1 * a for a in ref_grpo(r)]
 
 
@@ -120,7 +118,7 @@ REFERENCES = {
     "psr": lambda r: [x if x >= 0.5 else 0.0 for x in r],
     "nsr": lambda r: [0.0 if x >= 0.5 else -1.0 for x in r],
     "bbg": ref_bbg,
-    "fade": lambda r: ref_power_asym(r, 1.5, 1.0),  # fresh FADE: p_hat = 0.5 -> alpha 1.5; delta 1
+    "fade": lambda r: ref_power_asym(r, 1.5, 1.0),  # fresh FADE, nothing observed: alpha read at p 0.5; delta 1
 }
 BINARY_ONLY = {"w_reinforce", "psr", "nsr", "bbg", "passk"}
 
@@ -333,7 +331,8 @@ def test_bbg_gates_groups_with_low_utility():
     assert keep == [x >= 0.01 for x in u]
     assert not keep[-1] and keep[0]  # all-correct groups are gated, all-wrong ones are not
     assert (adv(r)[~adv.mask(r)] == 0).all()
-    assert adv(r)[0].tolist() == pytest.approx([-u[0] / u[1]] * g)  # m = 0: signed REINFORCE term
+    assert adv(r)[0].tolist() == [0.0] * g  # m = 0: no update (no signed REINFORCE term)
+    assert keep[0]  # ... and kept in the denominators, like grpo's zero-variance groups
 
 
 def test_trainer_hints():
@@ -398,7 +397,7 @@ def test_state_record_reports_each_methods_alpha_delta_and_fades_schedule():
     assert math.isnan(grpo["alpha"]) and math.isnan(grpo["delta"])
     fade = A.build("fade")
     before = fade.state_record()
-    assert before["alpha"] == 1.5 and before["delta"] == 1.0 and before["p_hat"] == 0.5  # p_hat 0.5: 3(1-p)/(2p)
+    assert before["alpha"] == 1.5 and before["delta"] == 1.0 and math.isnan(before["p_hat"])  # alpha read at 0.5
     assert math.isnan(before["h_hat"]) and math.isnan(before["h_target"])
     fade.observe(solve_rate=0.1, entropy=2.0)
     after = fade.state_record()
@@ -468,13 +467,27 @@ def test_static_state_round_trip_and_observe_noop():
 # ------------------------------------------------------------------------------ FADE's schedule
 def test_fade_initial_state():
     fade = A.build("fade")
-    assert fade.alpha == pytest.approx(1.5)  # p_hat = 0.5 -> 3 * 0.5 / (2 * 0.5)
+    assert fade.p_hat is None  # p_init "first": set by the first observed batch
+    assert fade.alpha == pytest.approx(1.5)  # nothing observed: read at p = 0.5 -> 3 * 0.5 / (2 * 0.5)
     assert fade.delta == 1.0
     assert fade.h_target is None
 
 
-def test_fade_ema_arithmetic_and_auto_target():
+def test_fade_p_hat_starts_at_the_first_batch():
     fade = A.build("fade")
+    fade.observe(solve_rate=0.2, entropy=1.0)
+    assert fade.p_hat == 0.2 and fade.alpha == 3.0  # 3 * 0.8 / 0.4 = 6 -> clipped to 3 from step 1
+    fade.observe(solve_rate=0.6)
+    assert fade.p_hat == pytest.approx(0.98 * 0.2 + 0.02 * 0.6)
+    ref = A.build("fade", p_init=0.5)  # the reference's start: the EMA decays from 0.5
+    ref.observe(solve_rate=0.2)
+    assert ref.p_hat == pytest.approx(0.98 * 0.5 + 0.02 * 0.2) and ref.alpha == pytest.approx(fade_alpha_of(ref.p_hat))
+    with pytest.raises(ValueError, match="p_init"):
+        A.build("fade", p_init="last")
+
+
+def test_fade_ema_arithmetic_and_auto_target():
+    fade = A.build("fade", p_init=0.5)
     fade.observe(solve_rate=0.1, entropy=2.0)
     assert fade.p_hat == pytest.approx(0.98 * 0.5 + 0.02 * 0.1)
     assert fade.h_hat == 2.0  # starts at the first entropy
@@ -547,6 +560,10 @@ def test_fade_state_dict_round_trip():
     assert torch.equal(fresh(r), fade(r))
     with pytest.raises(ValueError, match="keys"):
         fresh.load_state_dict({"method": "fade", "p_hat": 0.5})
+    unobserved = A.build("fade")
+    again = A.build("fade")
+    again.load_state_dict(unobserved.state_dict())
+    assert again.p_hat is None
     with pytest.raises(ValueError):
         fresh.observe(solve_rate=1.5)
     with pytest.raises(ValueError):

@@ -87,3 +87,59 @@ def test_check(completion, ok):
 
 def test_prompt_format():
     assert countdown_task.format_prompt((3, 5, 7), 22) == "3 5 7 -> 22: "
+
+
+# ------------------------------------------------------------------------------ the testbed's levels
+def test_uniform_baseline_is_exact_against_enumeration():
+    """pass@k of the uniform sampler = 1 - (1 - share)^k: counted over every ordered k-tuple of trees."""
+    from fractions import Fraction
+
+    numbers, target = (3, 5, 7), 22
+    cands = countdown_task.candidate_expressions(numbers)
+    hits = [v == target for _, v in cands]
+    share = Fraction(sum(hits), len(cands))
+    assert countdown_task.analyse(numbers, target)[2] == pytest.approx(float(share))
+    for k in (1, 2, 3):
+        solved = sum(any(hits[i] for i in t) for t in itertools.product(range(len(cands)), repeat=k))
+        exact = Fraction(solved, len(cands) ** k)
+        assert exact == 1 - (1 - share) ** k
+        assert countdown_task.uniform_pass_at_k(float(share), k) == pytest.approx(float(exact), rel=1e-12)
+    import numpy as np
+
+    arr = countdown_task.uniform_pass_at_k(np.array([0.0, 0.5, 1.0]), 2)
+    assert arr.tolist() == [0.0, 0.75, 1.0]
+
+
+def test_candidates_do_not_depend_on_the_order_of_the_numbers():
+    a = countdown_task.candidate_expressions((7, 3, 5))
+    assert a == countdown_task.candidate_expressions((3, 5, 7)) and len(a) == 108
+
+
+LEVELS = {"easy": countdown_task.Level(3, 9, 2.0), "hard": countdown_task.Level(4, 6, 1.0)}
+
+
+def test_generate_splits_levels_sizes_and_disjointness():
+    sizes = {"train": 30, "validation": 6, "test": 12}
+    out = countdown_task.generate_splits(LEVELS, sizes, seed=1)
+    assert countdown_task.generate_splits(LEVELS, sizes, seed=1) == out
+    assert countdown_task.generate_splits(LEVELS, sizes, seed=2) != out
+    for split, n in sizes.items():
+        assert len(out[split]) == n
+        by_level = [p.level for p in out[split]]
+        assert by_level.count("easy") == round(n * 2 / 3) and by_level.count("hard") == n - round(n * 2 / 3)
+        for p in out[split]:
+            lv = LEVELS[p.level]
+            assert len(p.numbers) == lv.num_numbers and all(1 <= x <= lv.max_number for x in p.numbers)
+    keys = {s: {p.key for p in out[s]} for s in sizes}
+    assert all(len(keys[s]) == n for s, n in sizes.items())
+    assert not (keys["train"] & keys["test"] or keys["train"] & keys["validation"] or keys["validation"] & keys["test"])
+
+
+def test_level_sizes_sum_and_reject_bad_shares():
+    assert countdown_task.level_sizes(10, [0.5, 0.5]) == [5, 5]
+    assert countdown_task.level_sizes(7, [1, 1, 1]) == [3, 2, 2]
+    assert sum(countdown_task.level_sizes(101, [0.2, 0.3, 0.5])) == 101
+    with pytest.raises(ValueError, match="shares"):
+        countdown_task.level_sizes(10, [0.0, 0.0])
+    with pytest.raises(ValueError, match="unknown split"):
+        countdown_task.generate_splits(LEVELS, {"dev": 3})

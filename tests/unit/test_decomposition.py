@@ -152,8 +152,8 @@ def test_entropy_drift_and_covariance():
     lp = torch.tensor([[-1.0, -3.0, -2.0, -2.5]])
     cov = D.adv_logprob_covariance(a, lp)
     assert cov.item() == pytest.approx(np.cov(a.numpy().ravel(), lp.numpy().ravel(), ddof=0)[0, 1])
-    assert D.entropy_drift(0.1, 0.3, 0.2, 2.0, 0.05) == pytest.approx(0.1 * ((0.3 - 0.2) * 2.0 - 0.05))
-    arr = D.entropy_drift(1.0, np.array([0.1, 0.2]), np.array([0.2, 0.1]), 1.0, 0.0)
-    assert arr.tolist() == pytest.approx([-0.1, 0.1])
+    assert D.entropy_drift(0.1, 0.05) == pytest.approx(-0.1 * 0.05)
+    arr = D.entropy_drift(np.array([1.0, 2.0]), np.array([0.1, -0.2]))  # no (m_S - m_F) H term
+    assert arr.tolist() == pytest.approx([-0.1, 0.4])
     masked = D.adv_logprob_covariance(a, lp, torch.tensor([[True, True, False, False]]))
     assert masked.item() == pytest.approx(np.cov([1.0, -1.0], [-1.0, -3.0], ddof=0)[0, 1])
