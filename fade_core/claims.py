@@ -12,13 +12,13 @@ with spread = sqrt(sd_a^2 + sd_b^2) of the per-seed values (sample std), the con
 step, fade_core.runs.load_training_records, ``method`` = the arm label) and the aggregated tables.
 
 The entropy-drift claim checks the first-order prediction of the entropy change of one step,
-``dH ~ eta * [(m_S - m_F) * H - Cov(A, log pi)]`` (:func:`fade_core.decomposition.entropy_drift`), against the
-measured change ``H[t+1] - H[t]`` of the logged mean token entropy, run by run (Pearson r, then mean and
-spread over runs). The covariance term needs a ``cov_adv_logprob`` column in the training record; when the
-record has none, only the sign term ``eta * (m_S - m_F) * H`` is computed and the verdict is
-inconclusive, saying so. Only the correlation (and the sign agreement) is judged; the pooled slope of the
-measured on the predicted change is reported, not judged, since the trainer's step is several Adam updates
-over minibatches of a token-mean loss, so the logged ``lr`` is not the effective step size eta.
+``dH ~ -eta * Cov(log pi, A)`` (Cui et al. 2025; :func:`fade_core.decomposition.entropy_drift`; the spec's
+corrected form, with no ``(m_S - m_F) H`` term), against the measured change ``H[t+1] - H[t]`` of the logged
+mean token entropy, run by run (Pearson r, then mean and spread over runs). It needs the
+``cov_adv_logprob`` column of the training record; without it the claim is not tested (inconclusive,
+saying so). Only the correlation (and the sign agreement) is judged; the pooled slope of the measured on
+the predicted change is reported, not judged, since the trainer's step is several Adam updates over
+minibatches of a token-mean loss, so the logged ``lr`` is not the effective step size eta.
 """
 
 from __future__ import annotations
@@ -240,21 +240,20 @@ def claim_rank1_funnel(train: pd.DataFrame) -> Claim:
 
 
 def drift_pairs(run: pd.DataFrame, cols: Mapping[str, str | None]) -> pd.DataFrame:
-    """Per step t of one run with step t+1 logged: measured H[t+1] - H[t], the sign term
-    eta (m_S - m_F) H and, when the covariance is logged, the full first-order prediction."""
+    """Per step t of one run with step t+1 logged: the measured H[t+1] - H[t] and the first-order
+    prediction -eta Cov(log pi, A) of step t (NaN where the covariance is not logged)."""
     from fade_core.decomposition import entropy_drift
 
     r = run.sort_values("step")
     num = {k: pd.to_numeric(r[c], errors="coerce").to_numpy(float) for k, c in cols.items() if c is not None}
     step = pd.to_numeric(r["step"], errors="coerce").to_numpy(float)
     if len(step) < 2:
-        return pd.DataFrame(columns=["step", "measured", "sign_term", "predicted"])
+        return pd.DataFrame(columns=["step", "measured", "predicted"])
     nxt = step[1:] == step[:-1] + 1
-    h, lr, ms, mf = num["entropy"], num["lr"], num["m_s"], num["m_f"]
-    sign_term = entropy_drift(lr, ms, mf, h, 0.0)[:-1]
+    h, lr = num["entropy"], num["lr"]
     cov = num.get("cov")
-    predicted = entropy_drift(lr, ms, mf, h, cov)[:-1] if cov is not None else np.full(len(step) - 1, np.nan)
-    df = pd.DataFrame({"step": step[:-1], "measured": h[1:] - h[:-1], "sign_term": sign_term, "predicted": predicted})
+    predicted = entropy_drift(lr, cov)[:-1] if cov is not None else np.full(len(step) - 1, np.nan)
+    df = pd.DataFrame({"step": step[:-1], "measured": h[1:] - h[:-1], "predicted": predicted})
     return df[nxt].reset_index(drop=True)
 
 
@@ -267,22 +266,21 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def claim_entropy_drift(train: pd.DataFrame) -> Claim:
-    """Does eta [(m_S - m_F) H - Cov(A, log pi)] predict H[t+1] - H[t]? Per-run Pearson r, mean over runs."""
+    """Does -eta Cov(log pi, A) predict H[t+1] - H[t]? Per-run Pearson r, mean over runs."""
     cid, axis = "sign_drift", "sign"
-    statement = ("The first-order entropy drift eta [(m_S - m_F) H - Cov(A, log pi)] predicts the sign and size of "
+    statement = ("The first-order entropy drift -eta Cov(log pi, A) (Cui et al. 2025) predicts the sign and size of "
                  "the measured per-step entropy change (sign-axis runs; judged on the per-run Pearson r against "
                  f"{MIN_PREDICTIVE_R}; sign agreement and slope are reported).")
-    source = "paper"
+    source = "spec (Cui et al. 2025)"
     if train.empty:
         return _missing(cid, axis, statement, source, "no training records")
-    cols = {"entropy": logged(train, ENTROPY), "lr": logged(train, LR),
-            "m_s": logged(train, M_S), "m_f": logged(train, M_F),
-            "cov": logged(train, COV)}
-    need = [k for k in ("entropy", "lr", "m_s", "m_f") if cols[k] is None]
+    cols = {"entropy": logged(train, ENTROPY), "lr": logged(train, LR), "cov": logged(train, COV)}
+    need = [c for k, c in (("entropy", ENTROPY), ("lr", LR), ("cov", COV)) if cols[k] is None]
     if need:
-        return _missing(cid, axis, statement, source, f"the training records lack {', '.join(need)}: no drift computable")
-    full = cols["cov"] is not None
-    key = "predicted" if full else "sign_term"
+        return _missing(cid, axis, statement, source,
+                        f"the training records lack {', '.join(need)}: no drift computable, not tested",
+                        covariance_logged=cols["cov"] is not None)
+    key = "predicted"
     rs, signs, pooled = [], [], []
     # the sign-axis arms only: their one update per step uses every rollout of the step (codapo's second
     # update, dapo's refilled batch and masked groups would break the one-step prediction)
@@ -307,18 +305,10 @@ def claim_entropy_drift(train: pd.DataFrame) -> Claim:
         x, y = allp.loc[ok, key].to_numpy(float), allp.loc[ok, "measured"].to_numpy(float)
         if len(x) >= 3 and np.std(x) > 0:
             slope = float(np.polyfit(x, y, 1)[0])
-    term = "full prediction" if full else "sign term eta (m_S - m_F) H only"
-    measurement = (f"{term}: per-run Pearson r {_fmt(mean_r, sd_r, n_r)}; sign agreement {_fmt(*sign_acc)}; "
+    measurement = (f"per-run Pearson r {_fmt(mean_r, sd_r, n_r)}; sign agreement {_fmt(*sign_acc)}; "
                    + (f"pooled slope measured/predicted {slope:.3g}" if np.isfinite(slope) else "pooled slope n/a"))
     values = {"r_per_run": rs, "mean_r": mean_r, "sd_r": sd_r, "sign_agreement": signs, "pooled_slope": slope,
-              "covariance_logged": full}
-    if not full:
-        reason = (f"Cov(A, log pi) is not in the training records (no column {COV}): the trainer logs "
-                  "the entropy, lr, m_S and m_F of each step but not the covariance of the advantages with the "
-                  "rollouts' log-probabilities, so only the sign term is correlated with the measured change")
-        if n_r == 0:
-            reason += "; and no run has a defined correlation (m_S = m_F exactly, or too few consecutive steps)"
-        return Claim(cid, axis, statement, source, measurement, INCONCLUSIVE, reason, values)
+              "covariance_logged": True}
     if n_r < 2:
         return Claim(cid, axis, statement, source, measurement, INCONCLUSIVE,
                      f"{n_r} run(s) with a defined correlation: no spread over runs", values)

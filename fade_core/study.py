@@ -44,8 +44,6 @@ from fade_core.claims import (
     ENTROPY,
     INCONCLUSIVE,
     LR,
-    M_F,
-    M_S,
     RANK1,
     SIGN_AXIS,
     Claim,
@@ -165,12 +163,11 @@ def fig_sign_axis(train: pd.DataFrame) -> Any:
                             fmt="_", color="k", markersize=18, capsize=4)
         ax.set_xticks(range(len(SIGN_AXIS)), [f"{d:g}" for d in SIGN_AXIS])
     ax = axes[2]
-    cols = {"entropy": ent, "lr": logged(train, LR), "m_s": logged(train, M_S),
-            "m_f": logged(train, M_F), "cov": logged(train, COV)}
-    key = "predicted" if cols["cov"] is not None else "sign_term"
-    ax.set_xlabel("predicted dH" + ("" if key == "predicted" else " (sign term only: Cov not logged)"))
+    cols = {"entropy": ent, "lr": logged(train, LR), "cov": logged(train, COV)}
+    key = "predicted"
+    ax.set_xlabel("predicted dH = -lr Cov(log pi, A)" + ("" if cols["cov"] is not None else " (Cov not logged: not drawn)"))
     ax.set_ylabel("measured H[t+1] - H[t]")
-    if all(cols[k] is not None for k in ("entropy", "lr", "m_s", "m_f")):
+    if all(cols[k] is not None for k in ("entropy", "lr", "cov")):
         sign_runs = train[train["method"].isin(list(SIGN_AXIS.values()))]
         for i, (_, run) in enumerate(sign_runs.groupby("method", sort=True)):
             pairs = pd.concat([drift_pairs(r, cols) for _, r in run.groupby("run_id")])

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from fade_core import config as fconfig
+from fade_core.params_yaml import render_yaml
 from flows.options import ParamsOpt, SetOpt, load_config
 
 
@@ -24,10 +24,10 @@ def params(
     """Validate and print the resolved parameters (or write them, with one line of help per key)."""
     cfg = load_config(params, set_)
     if write is not None:
-        write.write_text(fconfig.render_yaml(cfg))
+        write.write_text(render_yaml(cfg))
         typer.echo(f"wrote {write}")
     else:
-        typer.echo(fconfig.render_yaml(cfg), nl=False)
+        typer.echo(render_yaml(cfg), nl=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -39,6 +39,7 @@ from prefect import flow, get_run_logger
 from fade_core import config as fconfig
 from fade_core import plan
 from fade_core import study as study_lib
+from fade_core.params_yaml import render_yaml
 from flows.options import ParamsOpt, SetOpt, fail, load_config
 from flows.pipeline import QUICK_OVERRIDES, task_runner
 
@@ -181,7 +182,7 @@ def register(app: typer.Typer) -> None:
         """The study's resolved params (params.yaml plus the study's defaults), for the DVC stage group."""
         cfg, arm_list = _study_config(params, overrides, quick, arms)
         if write is None:
-            typer.echo(fconfig.render_yaml(cfg), nl=False)
+            typer.echo(render_yaml(cfg), nl=False)
             return
         made_by = shlex.join(["fade", "study", "params", *(["--quick"] if quick else []),
                               *(["--arms", ",".join(arm_list)] if arm_list else []),
@@ -189,7 +190,7 @@ def register(app: typer.Typer) -> None:
                               *[a for s in overrides or [] for a in ("--set", s)], "--write", str(write)])
         header = (f"# The study's params, written by `{made_by}`:\n# {params} plus the study's defaults. Regenerate "
                   "it after changing those; edit it to change only the study.\n")
-        write.write_text(header + fconfig.render_yaml(cfg))
+        write.write_text(header + render_yaml(cfg))
         typer.echo(f"wrote {write}")
 
     @group.command("claims")

@@ -49,8 +49,8 @@ def check_countdown_and_humaneval_outputs(seed: int, *, gold: bool) -> None:
     cdn = data.read_table("data/problems/countdown.parquet")
     he = data.read_table("data/problems/humaneval.parquet")
     assert len(he) == 164 and set(he["kind"]) == {"code_call"}
-    assert cdn["split"].value_counts().to_dict() == {"train": 40, "test": 10}
-    assert data.records(cdn) == data.records(data.load("countdown", num_train=40, num_test=10, seed=seed))
+    assert cdn["split"].value_counts().to_dict() == {"train": 40, "validation": 6, "test": 10}
+    assert data.records(cdn) == data.records(data.load("countdown", num_train=40, num_validation=6, num_test=10, seed=seed))
     card = json.loads(Path("data/card.json").read_text())
     assert card["benchmarks"]["humaneval"]["rows"] == 164
     md = Path("data/card.md").read_text()
@@ -67,7 +67,8 @@ def check_countdown_and_humaneval_outputs(seed: int, *, gold: bool) -> None:
 @pytest.mark.slow
 def test_real_prefect_flow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    args = ["prepare", "--set", "data.countdown.num_train=40", "--set", "data.countdown.num_test=10"]
+    args = ["prepare", "--set", "data.countdown.num_train=40", "--set", "data.countdown.num_validation=6",
+            "--set", "data.countdown.num_test=10"]
     # a busy machine can take longer than Prefect's default 20 s to start the ephemeral API server
     with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 180}):
         res = CliRunner().invoke(cli(), [*args, "--set", "data.countdown.seed=2"])
@@ -84,7 +85,7 @@ def test_fade_prepare_countdown_and_humaneval(
             {
                 "data": {
                     "benchmarks": ["countdown", "humaneval"],
-                    "countdown": {"num_train": 40, "num_test": 10},
+                    "countdown": {"num_train": 40, "num_validation": 6, "num_test": 10},
                     "gold": {"enabled": False},  # 164 sandbox runs: the slow test does them
                 }
             }
@@ -97,7 +98,7 @@ def test_fade_prepare_countdown_and_humaneval(
 
     cdn = data.read_table("data/problems/countdown.parquet")
     card = json.loads(Path("data/card.json").read_text())
-    assert card["benchmarks"]["countdown"]["splits"] == {"test": 10, "train": 40}
+    assert card["benchmarks"]["countdown"]["splits"] == {"test": 10, "train": 40, "validation": 6}
     assert (
         card["benchmarks"]["countdown"]["difficulty_level"]
         == cdn["difficulty_level"].value_counts().sort_index().to_dict()

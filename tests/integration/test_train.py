@@ -24,11 +24,15 @@ from fade_core.train.record import TIMING_KEYS
 MICRO_TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "intermediate_size": 64, "max_position": 48}
 
 
+EASY_ONLY = "{easy: {num_numbers: 3, max_number: 9, share: 1.0}}"
+
+
 def micro_overrides(tmp: Path, **extra: object) -> list[str]:
     sets = {
         "data.out_dir": str(tmp / "data"),  # not prepared: countdown is generated in-process
         "data.countdown.num_train": 40,
         "data.countdown.num_test": 10,
+        "data.countdown.levels": EASY_ONLY,  # 3 numbers: the micro base solves some, so groups have signal
         "train.runs_dir": str(tmp / "runs"),
         "train.steps": 6,
         "train.prompts_per_step": 4,
@@ -50,7 +54,8 @@ def base_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from fade_core.warmstart import run_warmstart
 
     out = tmp_path_factory.mktemp("base")
-    cfg = config.load(None, ["data.countdown.num_train=40", "data.countdown.num_test=10", "warmstart.steps=300",
+    cfg = config.load(None, ["data.countdown.num_train=40", "data.countdown.num_test=10",
+                             f"data.countdown.levels={EASY_ONLY}", "warmstart.steps=300",
                              "warmstart.batch_size=32", "warmstart.correct_fraction=0.8", "warmstart.lr=1e-2",
                              "warmstart.checkpoint_every=1000"])
     torch.set_num_threads(1)

@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel
 
 from fade_core import config as fconfig
+from fade_core.params_yaml import render_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,7 +112,7 @@ def test_rendered_params_document_the_methods_in_use():
 
     cfg = fconfig.from_dict({}, ["train.method=power", "pipeline.arms={a: {method: power}, b: {method: dapo}, "
                                  "c: {method: dapo, params: {eps_high: 0.3}}, d: {method: reinforce}}"])
-    text = fconfig.render_yaml(cfg)
+    text = render_yaml(cfg)
     train = text[text.index("\ntrain:"):text.index("\nrollout:")]
     pipeline = text[text.index("\npipeline:"):text.index("\nreport:")]
     assert "# power: " + advantages.method("power").summary in train
@@ -128,7 +129,7 @@ def test_save_round_trip(tmp_path):
     path = fconfig.save(cfg, tmp_path / "config.yaml")
     assert fconfig.load(path) == cfg
     rendered = tmp_path / "params.yaml"
-    rendered.write_text(fconfig.render_yaml(cfg))
+    rendered.write_text(render_yaml(cfg))
     assert fconfig.load(rendered) == cfg
 
 

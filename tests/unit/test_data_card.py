@@ -61,7 +61,8 @@ def test_markdown_and_json_written(tmp_path: Path) -> None:
 
 
 def test_numeric_difficulty_labels_are_summarized() -> None:
-    cdn = data.load("countdown", num_train=300, num_test=10, num_numbers=4)
+    cdn = data.load("countdown", num_train=300, num_test=10,
+                    levels={"hard": {"num_numbers": 4, "max_number": 9, "share": 1.0}})
     s = card.benchmark_summary(cdn)
     assert s["difficulty"]["numeric"] is True
     shares = cdn["difficulty"].astype(float)

@@ -136,7 +136,7 @@ def _drift_runs(n_runs: int, *, predictive: bool, with_cov: bool, steps: int = 2
             cov = rng.normal(0.0, 0.2)
             rows.append(dict(run_id=f"{label}-s{i}-0000abcd", method=label, seed=i, step=step, lr=lr, entropy=h,
                              m_s=m_s, m_f=m_f, **({"cov_adv_logprob": cov} if with_cov else {})))
-            pred = lr * ((m_s - m_f) * h - cov)
+            pred = -lr * cov  # the spec's first-order drift; m_S, m_F play no part
             h = h + (pred + rng.normal(0, 0.005) if predictive else rng.normal(0, 0.1))
     return pd.DataFrame(rows)
 
@@ -171,17 +171,32 @@ def test_drift_without_covariance_is_inconclusive_and_says_what_is_missing():
     train = _drift_runs(3, predictive=True, with_cov=False)
     c = cl.claim_entropy_drift(train)
     assert c.verdict == cl.INCONCLUSIVE
-    assert "Cov(A, log pi) is not in the training records" in c.reason and "cov_adv_logprob" in c.reason
-    assert "sign term" in c.measurement
-    assert len(c.values["r_per_run"]) == 3 and np.isfinite(c.values["mean_r"])  # the sign term is still correlated
+    assert "cov_adv_logprob" in c.reason and "not tested" in c.reason
+    assert c.values["covariance_logged"] is False
+
+
+def test_drift_ignores_the_sign_term():
+    """The corrected spec has no (m_S - m_F) H term: entropy that follows eta (m_S - m_F) H while the covariance
+    is noise is not predicted (the old formula's term would have made it agree)."""
+    rows = []
+    for i, label in enumerate(cl.SIGN_AXIS.values()):
+        rng, h = np.random.default_rng(10 + i), 2.0
+        for step in range(1, 201):
+            m_s, m_f, cov = rng.uniform(0, 0.3), rng.uniform(0, 0.3), rng.normal(0, 0.2)
+            rows.append(dict(run_id=f"{label}-s{i}-0000abcd", method=label, seed=i, step=step, lr=0.5, entropy=h,
+                             m_s=m_s, m_f=m_f, cov_adv_logprob=cov))
+            h += 0.5 * (m_s - m_f) * h
+    c = cl.claim_entropy_drift(pd.DataFrame(rows))
+    assert c.verdict == cl.DISAGREES and abs(c.values["mean_r"]) < 0.25
 
 
 def test_drift_pairs_skip_gaps():
-    run = pd.DataFrame(dict(step=[1, 2, 4, 5], entropy=[1.0, 0.9, 0.7, 0.6], lr=1.0, m_s=0.2, m_f=0.1))
-    pairs = cl.drift_pairs(run, {"entropy": "entropy", "lr": "lr", "m_s": "m_s", "m_f": "m_f", "cov": None})
+    run = pd.DataFrame(dict(step=[1, 2, 4, 5], entropy=[1.0, 0.9, 0.7, 0.6], lr=0.5, m_s=0.2, m_f=0.1,
+                            cov_adv_logprob=[0.2, 0.4, -0.2, 0.0]))
+    pairs = cl.drift_pairs(run, {"entropy": "entropy", "lr": "lr", "cov": "cov_adv_logprob"})
     assert pairs["step"].tolist() == [1.0, 4.0]
     assert pairs["measured"].tolist() == pytest.approx([-0.1, -0.1])
-    assert pairs["sign_term"].tolist() == pytest.approx([0.1 * 1.0, 0.1 * 0.7])
+    assert pairs["predicted"].tolist() == pytest.approx([-0.5 * 0.2, -0.5 * -0.2])
 
 
 # ---------------------------------------------------------------------------- difficulty + FADE
