@@ -62,7 +62,8 @@ OTHER_METHODS = ("grpo", "rloo", "dapo", "passk", "pkpo", "maxpo", "codapo", "bb
 FIGURES = (  # study_sign_axis is drawn by the study (figures/); the rest are the report's figures
     ("study_sign_axis", "Sign axis: entropy slope and final rank-1 fraction per delta (dots: seeds; bars: mean "
      "± sd), and the measured per-step entropy change against the first-order drift prediction"),
-    ("entropy", "Mean token entropy against step (sign axis: entropy collapse)"),
+    ("training_curves", "Training curves against step; the mean token entropy panel shows the sign axis's "
+     "entropy collapse"),
     ("rank1_fraction", "Rank-1 fraction of the output head's update (sign axis: rank-1 funnel)"),
     ("mass", "m_S and m_F against step"),
     ("pass_at_k_vs_step", "pass@k against step (difficulty axis, every method)"),

@@ -51,7 +51,8 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     assert "fade study run --quick --arms asym_d0_5,asym_d2" in md and "Smoke run" in md
     assert md.count("| **") == len(ids)
     assert "(figures/study_sign_axis.png)" in md and (root / "figures" / "study_sign_axis.png").exists()
-    assert "(reports/default/figures/entropy.png)" in md and (root / "reports/default/figures/entropy.png").exists()
+    assert "(reports/default/figures/training_curves.png)" in md
+    assert (root / "reports/default/figures/training_curves.png").exists()
     # the HTML report has the study section: one row per claim, with claims.json's verdicts, and the figure
     page = (root / "reports/default/index.html").read_text()
     assert "<h2 id='study'>" in page and "<a href='#study'>" in page
@@ -84,4 +85,4 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     _study(tmp_path, prefect_api, "publish", str(dest), "--results", str(results))
     text = dest.read_text()
     assert "](docs/study/study_sign_axis.png)" in text and (dest.parent / "docs/study/study_sign_axis.png").exists()
-    assert "](docs/study/entropy.png)" in text and "reports/default" not in text
+    assert "](docs/study/training_curves.png)" in text and "reports/default" not in text

@@ -293,11 +293,11 @@ def test_compute_claims_render_and_json():
     ids = [c.id for c in claims]
     assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"] and len(ids) == len(set(ids)) == 12
     md = st.render_study_md(claims, command="fade study run --quick", runtime_s=3725, sittings=2,
-                            timings={"train": 100.0}, figures={"entropy": "reports/default/figures/entropy.png"},
+                            timings={"train": 100.0}, figures={"training_curves": "reports/default/figures/training_curves.png"},
                             arms=st.study_arms(), seeds=[0, 1, 2], n_samples=128, quick=True)
     assert "fade study run --quick" in md and "1 h 02 min over 2 sitting(s)" in md
     assert md.count("| **") == len(claims)
-    assert "![entropy](reports/default/figures/entropy.png)" in md and "Smoke run" in md
+    assert "![training_curves](reports/default/figures/training_curves.png)" in md and "Smoke run" in md
     assert "`asym_d0_5` = asym_grpo(delta=0.5)" in md
     data = json.loads(st.claims_json(claims, command="x"))
     assert [c["id"] for c in data["claims"]] == ids
