@@ -145,6 +145,8 @@ def pipeline(config: fconfig.Config | None = None, results: str = "results") -> 
     """
     from prefect.artifacts import create_markdown_artifact
 
+    from tasks.naming import artifact_key
+
     resolved = config_or_params(config)
     root = plan.results_root(resolved, results)
     cfg = plan.place_outputs(resolved, root)
@@ -152,8 +154,8 @@ def pipeline(config: fconfig.Config | None = None, results: str = "results") -> 
     fconfig.save(cfg, root / "config.yaml")
     out = compare(cfg)
     create_markdown_artifact(
-        key="fade-pipeline",
-        markdown=f"# fade pipeline `{cfg.pipeline.name}`\n\nreport: `{out['report']}`\n\n"
+        key=artifact_key(cfg.pipeline.name, "pipeline"),
+        markdown=f"# fade pipeline `{cfg.pipeline.name}`\n\nreport: [{out['report']}]({Path(out['report']).resolve().as_uri()})\n\n"
         + "\n".join(f"- {k}: {v} s" for k, v in out["timings"].items()),
         description="Where the comparison's outputs are, and how long each stage took.",
     )

@@ -4,6 +4,7 @@ and no half-written output behind, and its rerun finishes only what is missing."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import psutil
 import pytest
 
@@ -101,3 +103,11 @@ def test_fade_run_under_load_stops_on_ctrl_c_and_the_rerun_finishes(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # warm start and finished checkpoints kept
     assert (root / "reports" / "default" / "index.html").is_file()
     assert len(list(root.glob("runs/*/*/checkpoints/step-4"))) == 1
+    assert f"report: {root / 'reports' / 'default' / 'index.html'}" in rerun.stdout + rerun.stderr
+    assert (root / "reports" / "default" / "index.html").stat().st_size > 10_000
+    assert "grpo" in json.loads((root / "eval" / "metrics.json").read_text())["countdown"]
+    # the base and both checkpoints (steps 2 and 4) evaluated once each, 4 problems x 4 samples, though the
+    # first run was stopped part-way and the rerun skipped what it had stored
+    con = duckdb.connect(str(root / "eval" / "results.duckdb"), read_only=True)
+    counts = dict(con.execute("SELECT run_id, count(*) FROM samples GROUP BY run_id").fetchall())
+    assert counts.pop("base") == 16 and list(counts.values()) == [32], counts

@@ -19,16 +19,16 @@ def test_sweep_grid_and_cache(tmp_path, prefect_api):
     params = tmp_path / "params.yaml"
     _run([str(BIN / "fade"), "params", "--params", "/dev/null", "--write", str(params),
           *sum((["--set", s] for s in MICRO + ["pipeline.name=micro", "pipeline.workers=1"]), [])], tmp_path, env)
-    cmd = [str(BIN / "fade"), "sweep", "--methods", "grpo,power", "--grid", "power.alpha=1,3", "--seeds", "0",
+    cmd = [str(BIN / "fade"), "sweep", "--methods", "grpo,power", "--grid", "power.alpha=3", "--seeds", "0",
            "--params", str(params)]
     first = _run(cmd, tmp_path, env)
-    assert "sweep of 3 runs finished" in first
+    assert "sweep of 2 runs finished" in first
     root = tmp_path / "results" / "micro-sweep"
     arms = sorted(p.name for p in (root / "runs").iterdir())
-    assert arms == ["grpo", "power_alpha1", "power_alpha3"]
+    assert arms == ["grpo", "power_alpha3"]
     assert (root / "reports" / "default" / "index.html").exists()
     second = _run(cmd, tmp_path, env)
-    assert second.count("Cached(type=COMPLETED)") >= 3, second[-4000:]
+    assert second.count("Cached(type=COMPLETED)") >= 2, second[-4000:]
 
 
 def test_grid_parsing_and_bad_grids():
