@@ -240,3 +240,22 @@ def test_fade_claims_judged_when_the_schedule_moves():
     for i in ("fade_peak_step", "fade_frontier", "fade_vs_fixed_alpha", "fade_vs_fixed_delta"):
         assert claims[i].verdict == cl.AGREES, (i, claims[i].reason)
         assert claims[i].values["family"] == 4 and "Holm-adjusted p" in claims[i].reason
+
+
+def test_load_tables_reads_the_per_problem_scores(tmp_path):
+    """The claims pair pass@k by problem only if the study loads pass_at_k_problem (its needed columns)."""
+    import duckdb
+
+    tables = _tables({"rloo": (0.3, 0.5), "asym_d1": (0.3, 0.5)}, problems=3)
+    pp = tables["pass_at_k_problem"].assign(n=8, c=2, difficulty_level="easy")
+    db = tmp_path / "results.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.register("pp", pp)
+        con.register("pk", tables["pass_at_k"])
+        con.execute("CREATE TABLE pass_at_k_problem AS SELECT * FROM pp")
+        con.execute("CREATE TABLE pass_at_k AS SELECT * FROM pk")
+    loaded = st.load_tables(db)
+    assert set(loaded) == {"pass_at_k", "pass_at_k_problem"}
+    assert list(loaded["pass_at_k_problem"].columns) == ["run_id", "method", "seed", "step", "benchmark", "problem_id",
+                                                         "k", "pass_at_k"]
+    assert cl.claim_aa_control(loaded, "countdown").values["ci_over"] == "seeds and 3 problems (paired)"
