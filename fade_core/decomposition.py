@@ -269,3 +269,29 @@ def entropy_drift(lr: Any, cov_adv_logprob: Any) -> Any:
     noise, which this first-order formula does not describe.
     """
     return -lr * cov_adv_logprob
+
+
+def drift_pairs(run: pd.DataFrame, cols: dict[str, str | None]) -> pd.DataFrame:
+    """Per step t of one run's training records with step t+1 logged: the measured H[t+1] - H[t] and the
+    first-order prediction :func:`entropy_drift` of step t (NaN where the covariance is not logged).
+    ``cols``: the record's column for "entropy", "lr" and "cov" (None: not logged)."""
+    r = run.sort_values("step")
+    num = {k: pd.to_numeric(r[c], errors="coerce").to_numpy(float) for k, c in cols.items() if c is not None}
+    step = pd.to_numeric(r["step"], errors="coerce").to_numpy(float)
+    if len(step) < 2:
+        return pd.DataFrame(columns=["step", "measured", "predicted"])
+    nxt = step[1:] == step[:-1] + 1
+    h, lr = num["entropy"], num["lr"]
+    cov = num.get("cov")
+    predicted = entropy_drift(lr, cov)[:-1] if cov is not None else np.full(len(step) - 1, np.nan)
+    df = pd.DataFrame({"step": step[:-1], "measured": h[1:] - h[:-1], "predicted": predicted})
+    return df[nxt].reset_index(drop=True)
+
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson r of the finite pairs (NaN with fewer than 3 or without variation)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])

@@ -30,10 +30,15 @@ is never 0), which is the inversion of the percentile interval: p < alpha exactl
 step-down method (:func:`holm`), which keeps the family-wise error rate at alpha for any dependence between
 the claims. tests/unit/test_stats.py checks the false-positive rate under the null and the power under a
 known effect on synthetic data.
+
+The last part turns one claim's test into its verdict and reason (:func:`compare_claim`, :func:`judge`,
+:func:`verdict`), as fade_core.claims uses them: a claim alone is a family of one; its ``p_holm`` and
+``family`` are replaced when the claims are corrected together.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -127,6 +132,40 @@ def bootstrap_diff(
     return BootstrapDiff(diff=float(xa.mean() - xb.mean()), replicates=reps)
 
 
+@dataclass(frozen=True)
+class ArmComparison:
+    """Arm a against arm b: mean(a) - mean(b) with its bootstrap interval and two-sided p-value
+    (:func:`bootstrap_diff`), and each arm's mean, sample std over seeds of its per-run means, and seeds.
+    ``problems``: the paired problems resampled (1: per-run values, resampled over seeds only)."""
+
+    diff: float
+    ci: tuple[float, float]
+    p: float
+    mean_a: float
+    sd_a: float
+    n_a: int
+    mean_b: float
+    sd_b: float
+    n_b: int
+    problems: int
+
+    @property
+    def over(self) -> str:
+        """What was resampled, in words."""
+        return "seeds" if self.problems == 1 else f"seeds and {self.problems} problems (paired)"
+
+
+def compare_arms(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, level: float = 0.95,
+                 n_boot: int = 4000, seed: int = 0) -> ArmComparison:
+    """:func:`bootstrap_diff` of a and b ([S, P] per-problem scores paired by problem, or [S] per-run values)
+    summarised: the difference, its ``level`` percentile interval, its p-value and each arm's seed summary."""
+    boot = bootstrap_diff(a, b, n_boot=n_boot, seed=seed)
+    xa, xb = _as_runs_by_problems(a, "a"), _as_runs_by_problems(b, "b")
+    ra, rb = xa.mean(axis=1), xb.mean(axis=1)  # per-run means over the problems
+    return ArmComparison(boot.diff, boot.ci(level), boot.p_value(), float(ra.mean()), float(ra.std(ddof=1)),
+                         ra.size, float(rb.mean()), float(rb.std(ddof=1)), rb.size, xa.shape[1])
+
+
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm-adjusted p-values (same order as given): reject claim i at family-wise level alpha when
     adjusted[i] <= alpha. Step-down: sort ascending, multiply the j-th smallest (0-based) by (m - j), take
@@ -160,3 +199,79 @@ def verdict(diff: float, p_adjusted: float, expect: int, alpha: float = 0.05) ->
     if not significant:
         return INCONCLUSIVE
     return AGREES if np.sign(diff) == expect else DISAGREES
+
+
+# ------------------------------------------------------------------------------- a claim's verdict
+LEVEL, ALPHA = 0.95, 0.05
+"""The claims' confidence level and family-wise error rate."""
+N_BOOT = 4000
+NOT_DETECTED = "no difference detected at family-wise 5%"
+
+
+def seed_stats(values: Sequence[float]) -> tuple[float, float, int]:
+    """(mean, sample std, count) of the finite values; std is nan below 2 values, mean nan for none."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=np.float64)
+    if v.size == 0:
+        return math.nan, math.nan, 0
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan, int(v.size)
+
+
+def fmt_seeds(mean: float, sd: float, n: int, digits: int = 3) -> str:
+    """"mean ± sd (n=seeds)" of :func:`seed_stats`; n/a without a value."""
+    if n == 0 or not np.isfinite(mean):
+        return "n/a"
+    sd_s = f" ± {sd:.{digits}g}" if np.isfinite(sd) else ""
+    return f"{mean:.{digits}g}{sd_s} (n={n})"
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: three decimals, "<0.001" below that, n/a for none."""
+    if p is None or not np.isfinite(p):
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def ci_text(diff: float, ci: Sequence[float], digits: int = 3) -> str:
+    """"+0.05 [95% CI +0.02, +0.08]"."""
+    return f"{diff:+.{digits}g} [95% CI {ci[0]:+.{digits}g}, {ci[1]:+.{digits}g}]"
+
+
+def compare_claim(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, expect: int,
+               what: str = "the difference", names: tuple[str, str] = ("a", "b"), *, n_boot: int = N_BOOT
+               ) -> tuple[ArmComparison | None, str, str, dict]:
+    """Test "mean(a) - mean(b) has the sign of ``expect``" (+1 or -1) alone (a family of one: no Holm yet).
+
+    a, b: per-run values (non-finite ones left out) or [seeds, problems] scores paired by problem. Returns
+    (comparison or None, verdict, reason, the test: diff, ci, p, p_holm (= p), family (1), expect, sign,
+    ci_over, what, evidence; {} when untested: an arm without a value or with fewer than 2 seeds)."""
+    xa, xb = (_finite(x) for x in (a, b))
+    if len(xa) == 0 or len(xb) == 0:
+        empty = [n for n, x in zip(names, (xa, xb), strict=True) if len(x) == 0]
+        return None, INCONCLUSIVE, f"no finite value for {' and '.join(empty)}", {}
+    if len(xa) < 2 or len(xb) < 2:
+        return None, INCONCLUSIVE, (f"fewer than 2 seeds ({names[0]}: {len(xa)}, {names[1]}: {len(xb)}): "
+                                    "no seed-to-seed variation to test against"), {}
+    c = compare_arms(xa, xb, level=LEVEL, n_boot=n_boot)
+    test = {"diff": c.diff, "ci": list(c.ci), "p": c.p, "p_holm": c.p, "family": 1, "expect": expect,
+            "sign": int(np.sign(c.diff)), "ci_over": c.over, "what": what,
+            "evidence": f"{what} {ci_text(c.diff, c.ci, 4)} over {c.over}, p {fmt_p(c.p)}"}
+    return (c, *judge(test), test)
+
+
+def _finite(x: Sequence[float] | np.ndarray) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    return arr[np.isfinite(arr)] if arr.ndim == 1 else arr
+
+
+def judge(test: dict) -> tuple[str, str]:
+    """(verdict, reason) of a tested claim: :func:`verdict` of its ``sign`` and ``p_holm`` (over a family of
+    ``family`` claims) against ``expect``, the reason built from its ``evidence``, an optional ``veto`` (why
+    an agreement is not the paper's claim: it becomes inconclusive) and an optional ``note``."""
+    v = verdict(test["sign"], test["p_holm"], test["expect"], ALPHA)
+    m = test["family"]
+    holm_s = f"Holm-adjusted p {fmt_p(test['p_holm'])} over {m} claims" if m > 1 else "one claim alone (no Holm adjustment)"
+    why = {AGREES: "the paper's sign, significant at family-wise 5%", INCONCLUSIVE: NOT_DETECTED,
+           DISAGREES: "the opposite sign, significant at family-wise 5%"}[v]
+    if v == AGREES and test.get("veto"):
+        v, why = INCONCLUSIVE, f"{why}; but {test['veto']}"
+    return v, f"{test['evidence']}; {holm_s}: {why}{test.get('note', '')}"

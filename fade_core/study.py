@@ -13,7 +13,8 @@ Arms, along the paper's axes (labels are the names in run ids, tables and figure
                      per seed)
     FADE             fade, and its ablations fade_fixed_alpha (alpha held at 2: no difficulty schedule)
                      and fade_fixed_delta (delta held at 1: no entropy schedule)
-    the rest         rloo, dapo, passk, pkpo, maxpo, codapo, bbg, w_reinforce at their defaults
+    the rest         rloo, dapo, passk, pkpo, maxpo, codapo, bbg, w_reinforce at their defaults; rloo with
+                     asym_d1 is the A/A control (the same update under AdamW: fade_core.claims)
 
 The claims themselves are :mod:`fade_core.claims`. This module holds the rest of the study that is not
 orchestration: the arms, the sign-axis figure, STUDY.md and claims.json, the study's run-time record
@@ -38,6 +39,7 @@ from fade_core.claims import (
     ABLATION_FIXED_ALPHA,
     ABLATION_FIXED_DELTA,
     AGREES,
+    CHECK_IDS,
     COV,
     DIFFICULTY_AXIS,
     DISAGREES,
@@ -49,13 +51,13 @@ from fade_core.claims import (
     Claim,
     _jsonable,
     compute_claims,
-    drift_pairs,
     entropy_slope,
     last_value,
     logged,
     per_run,
 )
 from fade_core.config import Arm
+from fade_core.stats import fmt_p
 
 OTHER_METHODS = ("grpo", "rloo", "dapo", "passk", "pkpo", "maxpo", "codapo", "bbg", "w_reinforce")
 
@@ -102,11 +104,14 @@ def select_arms(labels: Iterable[str] | None) -> dict[str, Arm]:
     return {x: arms[x] for x in wanted}
 
 
-STUDY_TABLES = ("pass_at_k", "peak", "frontier", "runs")
+STUDY_TABLES = ("pass_at_k", "pass_at_k_problem", "peak", "frontier", "runs")
+TABLE_COLUMNS = {"pass_at_k_problem": "run_id, method, seed, step, benchmark, problem_id, k, pass_at_k"}
+"""The columns read of a large table (per-problem pass@k: the claims pair arms by problem)."""
 
 
 def load_tables(database: str | Path, names: Sequence[str] = STUDY_TABLES) -> dict[str, pd.DataFrame]:
-    """The study's tables from an aggregated results.duckdb (a missing file or table gives none)."""
+    """The study's tables from an aggregated results.duckdb (a missing file or table gives none; of a table
+    in :data:`TABLE_COLUMNS` only those columns)."""
     import duckdb
 
     p = Path(database)
@@ -117,7 +122,7 @@ def load_tables(database: str | Path, names: Sequence[str] = STUDY_TABLES) -> di
         have = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         for name in names:
             if name in have:
-                out[name] = con.execute(f"SELECT * FROM {name}").df()
+                out[name] = con.execute(f"SELECT {TABLE_COLUMNS.get(name, '*')} FROM {name}").df()
     return out
 
 
@@ -169,6 +174,8 @@ def fig_sign_axis(train: pd.DataFrame) -> Any:
     ax.set_xlabel("predicted dH = -lr Cov(log pi, A)" + ("" if cols["cov"] is not None else " (Cov not logged: not drawn)"))
     ax.set_ylabel("measured H[t+1] - H[t]")
     if all(cols[k] is not None for k in ("entropy", "lr", "cov")):
+        from fade_core.decomposition import drift_pairs
+
         sign_runs = train[train["method"].isin(list(SIGN_AXIS.values()))]
         for i, (_, run) in enumerate(sign_runs.groupby("method", sort=True)):
             pairs = pd.concat([drift_pairs(r, cols) for _, r in run.groupby("run_id")])
@@ -196,24 +203,53 @@ def save_figure(fig: Any, path_stem: str | Path, formats: Sequence[str] = ("png"
 
 
 # ========================================================================================= output
+VERDICT_RULE = (
+    "Each claim compares arms: the difference of their means with a 95% bootstrap confidence interval (seeds "
+    "resampled per arm; pass@k per problem, paired by problem) and a two-sided bootstrap p-value, corrected with "
+    "Holm's method over all the claims that produced one. A claim agrees (or disagrees) when its Holm-adjusted p "
+    "is at most 0.05 and the difference has the paper's sign (or the opposite); otherwise it is inconclusive: "
+    "no difference detected at family-wise 5% (which is not evidence of no difference), or data is missing, and "
+    "the reason says which. Two checks are not claims and stay out of Holm's family: the A/A control (rloo against "
+    "asym_d1, the same update under AdamW) passes when no difference is detected at 5% and FAILS otherwise; "
+    "FADE's schedule check passes when alpha and delta move through their ranges in every FADE run, and unless "
+    "it passes every FADE claim is inconclusive, not tested.")
+MEASUREMENT_HEADER = "fade's measurement (mean ± sd over seeds; difference [95% CI])"
+
+
+def verdict_counts(claims: Sequence[Claim]) -> str:
+    """The verdict counts, e.g. "3 agree, 1 disagree, 8 inconclusive (of 12 claims, Holm over 9). Checks: ..."."""
+    paper = [c for c in claims if c.id not in CHECK_IDS]
+    counts = {v: sum(c.verdict == v for c in paper) for v in (AGREES, DISAGREES, INCONCLUSIVE)}
+    family = max((int(c.values.get("family") or 0) for c in paper), default=0)
+    checks = [f"{c.id} {c.verdict}" for c in claims if c.id in CHECK_IDS]
+    return (f"{counts[AGREES]} agree, {counts[DISAGREES]} disagree, {counts[INCONCLUSIVE]} inconclusive (of "
+            f"{len(paper)} claims, Holm over {family})." + (f" Checks: {', '.join(checks)}." if checks else ""))
+
+
+def p_cell(c: Claim) -> str:
+    """The claim's Holm-adjusted p (a check's: its unadjusted p; an untested claim: "not tested")."""
+    if c.values.get("tested") is False:
+        return "not tested"
+    p = c.values.get("p_holm") if c.id not in CHECK_IDS else c.values.get("p")
+    if not isinstance(p, float) or not np.isfinite(p):
+        return "–"
+    return fmt_p(p) + (" (unadjusted)" if c.id in CHECK_IDS else "")
+
+
 def render_claims_html(claims: Sequence[Claim], figure_png: str | Path | None = None) -> str:
-    """The report's study section (an HTML fragment): the verdict counts, the claims table (statement,
-    fade's measurement with its spread over seeds, verdict, why) and the sign-axis figure, embedded."""
+    """The report's study section (an HTML fragment): the verdict counts and rule, the claims table (statement,
+    fade's measurement with the difference's 95% CI, Holm-adjusted p, verdict, why) and the sign-axis figure."""
     import base64
     import html
 
     e = html.escape
-    counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES, INCONCLUSIVE)}
-    parts = [f"<p>{counts[AGREES]} agree, {counts[DISAGREES]} disagree, {counts[INCONCLUSIVE]} inconclusive. "
-             "A claim agrees (or disagrees) when the difference between arms has the paper's sign (or the opposite) "
-             "and exceeds the seed-to-seed spread sqrt(sd_a² + sd_b²); otherwise, or when data is missing, it is "
-             "inconclusive.</p>",
+    parts = [f"<p>{e(verdict_counts(claims))} {e(VERDICT_RULE)}</p>",
              "<table class='claims'><thead><tr><th>#</th><th>axis</th><th>statement</th><th>source</th>"
-             "<th>fade's measurement (mean ± sd over seeds)</th><th>verdict</th><th>why</th></tr></thead><tbody>"]
+             f"<th>{e(MEASUREMENT_HEADER)}</th><th>p (Holm)</th><th>verdict</th><th>why</th></tr></thead><tbody>"]
     for i, c in enumerate(claims, 1):
         parts.append(f"<tr><td>{i}</td><td>{e(c.axis)}</td><td>{e(c.statement)}</td><td>{e(c.source)}</td>"
-                     f"<td>{e(c.measurement)}</td><td class='verdict-{e(c.verdict)}'><b>{e(c.verdict)}</b></td>"
-                     f"<td>{e(c.reason)}</td></tr>")
+                     f"<td>{e(c.measurement)}</td><td>{e(p_cell(c))}</td><td class='verdict-{e(c.verdict)}'>"
+                     f"<b>{e(c.verdict)}</b></td><td>{e(c.reason)}</td></tr>")
     parts.append("</tbody></table>")
     if figure_png is not None and Path(figure_png).exists():
         data = base64.b64encode(Path(figure_png).read_bytes()).decode()
@@ -260,10 +296,7 @@ def render_study_md(
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
     if quick:
         lines += ["> **Smoke run (`--quick`)**: budgets far below the study's; the verdicts say nothing.", ""]
-    lines += ["Each claim compares arms seed by seed: it *agrees* (or *disagrees*) when the difference has the "
-              "paper's sign (or the opposite) and exceeds the seed-to-seed spread sqrt(sd_a^2 + sd_b^2); otherwise, "
-              "or when data is missing, it is *inconclusive* and the reason says why.", "",
-              "## How it was run", "", "```", command, "```", ""]
+    lines += [VERDICT_RULE, "", "## How it was run", "", "```", command, "```", ""]
     if sittings:
         lines.append(f"- run time: {_duration(runtime_s)} over {sittings} sitting(s)" + (f" on {machine}" if machine else ""))
     else:
@@ -281,14 +314,12 @@ def render_study_md(
         lines.append("- budget: every arm trains the same number of steps, prompts per step and rollouts per prompt; "
                      "per step, codapo also updates a second time on fresh rollouts of resampled prompts and dapo "
                      "samples more prompts to replace groups without signal, so those two use more rollouts")
-    counts = {v: sum(c.verdict == v for c in claims) for v in (AGREES, DISAGREES, INCONCLUSIVE)}
-    lines += ["", "## Claims", "",
-              f"{counts[AGREES]} agree, {counts[DISAGREES]} disagree, {counts[INCONCLUSIVE]} inconclusive.", "",
-              "| # | axis | statement | source | fade's measurement (mean ± sd over seeds) | verdict |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "## Claims", "", verdict_counts(claims), "",
+              f"| # | axis | statement | source | {MEASUREMENT_HEADER} | p (Holm) | verdict |",
+              "|---|---|---|---|---|---|---|"]
     for i, c in enumerate(claims, 1):
         lines.append(f"| {i} | {c.axis} | {_cell(c.statement)} | {_cell(c.source)} | {_cell(c.measurement)} | "
-                     f"**{c.verdict}** |")
+                     f"{_cell(p_cell(c))} | **{c.verdict}** |")
     lines += ["", "### Why each verdict", ""]
     lines += [f"{i}. `{c.id}` ({c.verdict}): {c.reason}." for i, c in enumerate(claims, 1)]
     lines += ["", "## Figures", ""]

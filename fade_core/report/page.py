@@ -41,7 +41,7 @@ white-space:pre-wrap;word-break:break-word}
 nav a{margin-right:14px;font-size:14px}.warn{color:#a15c00}.scroll{overflow-x:auto}
 table.claims{border-collapse:collapse;font-size:12.5px}table.claims td,table.claims th{padding:4px 8px;
 border-bottom:1px solid #e5e5e5;text-align:left;vertical-align:top}table.claims th{background:#f3f3f3}
-.verdict-agrees{color:#1a7f37}.verdict-disagrees{color:#cf222e}.verdict-inconclusive{color:#9a6700}
+.verdict-agrees{color:#1a7f37}.verdict-disagrees{color:#cf222e}.verdict-inconclusive{color:#9a6700}.verdict-passes{color:#1a7f37}.verdict-FAILS{color:#cf222e}
 .ex{border-left:4px solid #ccc;margin:8px 0;padding:2px 10px}.ex.pass{border-color:#1a7f37}.ex.fail{border-color:#cf222e}
 .ex pre{max-height:220px;margin:4px 0}.exhead{font-size:13px}.prompt{font-size:12px;color:#555}
 details{margin:6px 0}summary{cursor:pointer;font-weight:600}.card h1{font-size:18px}.card h2{font-size:16px}
