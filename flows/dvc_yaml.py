@@ -89,14 +89,14 @@ def import_closure(entry: str, files: Mapping[str, Path], graph: Mapping[str, se
     if entry not in files:
         raise KeyError(f"no module {entry} under {', '.join(PACKAGES)}")
     seen: set[str] = set()
-    todo = [entry] + [p for p in _parents(entry) if p in files]
-    while todo:
-        module = todo.pop()
+    pending = [entry] + [p for p in _parents(entry) if p in files]
+    while pending:
+        module = pending.pop()
         if module in seen:
             continue
         seen.add(module)
         imports = graph[module] if graph is not None else imported_modules(module, files[module], files)
-        todo.extend(imports - seen)
+        pending.extend(imports - seen)
     return seen
 
 

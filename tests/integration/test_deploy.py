@@ -259,6 +259,23 @@ async def _flow_run_and_logs(api_url: str, flow_run_id: Any) -> tuple[Any, list[
     return run, [log.message for log in logs]
 
 
+def _start_process_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """`prefect worker start --run-once` on the fade-process pool, in its own process group, output to ``log``."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "prefect", "worker", "start", "--pool", "fade-process", "--type", "process",
+             "--run-once", "--prefetch-seconds", "30"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+
+
+def _wait_for_worker(worker: subprocess.Popen, log: Path, timeout: int, what: str) -> None:
+    try:
+        worker.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"process worker did not finish {what} within {timeout} s:\n{log.read_text()[-4000:]}")
+
+
 @pytest.mark.slow
 def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
     started = time.monotonic()
@@ -318,16 +335,8 @@ def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
         assert "nightly-baselines-local" in deployable  # the sweep's process-pool variant registers with its cron
 
         flow_run = asyncio.run(_run_smoke(api_url, got["deployments"]["smoke"].id))
-        with worker_log.open("wb") as out:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "worker", "start", "--pool", "fade-process", "--type", "process",
-                 "--run-once", "--prefetch-seconds", "30"],
-                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        try:
-            worker.wait(timeout=240)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"process worker did not finish its run within 240 s:\n{worker_log.read_text()[-4000:]}")
+        worker = _start_process_worker(env, worker_log)
+        _wait_for_worker(worker, worker_log, 240, "its run")
         run, logs = asyncio.run(_flow_run_and_logs(api_url, flow_run.id))
         detail = f"state {run.state!r}\nworker log:\n{worker_log.read_text()[-4000:]}"
         assert run.state is not None and run.state.is_completed(), detail
@@ -347,16 +356,8 @@ def test_deploy_schedule_and_process_worker_run(tmp_path: Path) -> None:
         sweep_run = asyncio.run(_run_smoke(api_url, got["deployments"]["nightly-baselines-local"].id, {
             "config": micro, "methods": ["grpo"], "seeds": [0], "results": str(tmp_path / "results")}))
         kill_group(worker)
-        with worker_log.open("wb") as out:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "prefect", "worker", "start", "--pool", "fade-process", "--type", "process",
-                 "--run-once", "--prefetch-seconds", "30"],
-                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        try:
-            worker.wait(timeout=600)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"process worker did not finish the sweep within 600 s:\n{worker_log.read_text()[-4000:]}")
+        worker = _start_process_worker(env, worker_log)
+        _wait_for_worker(worker, worker_log, 600, "the sweep")
         run, _ = asyncio.run(_flow_run_and_logs(api_url, sweep_run.id))
         assert run.state is not None and run.state.is_completed(), (
             f"state {run.state!r}\nworker log:\n{worker_log.read_text()[-4000:]}")
