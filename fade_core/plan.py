@@ -170,6 +170,8 @@ def run_plans(cfg: Any, arms: Sequence[str] | None = None) -> list[RunPlan]:
                 run = cfg.model_copy(deep=True)
                 run.train.method = spec.method
                 run.train.params = dict(spec.params)
+                if spec.lr is not None:
+                    run.train.lr = spec.lr
                 run.train.label = arm if start is None else f"{arm}@{checkpoint_label(start)}"
                 run.train.seed = seed
                 run.tracking.tensorboard_dir = str(tensorboard_root(cfg))  # one root for every arm, not per arm folder

@@ -13,8 +13,14 @@ Arms, along the paper's axes (labels are the names in run ids, tables and figure
                      per seed)
     FADE             fade, and its ablations fade_fixed_alpha (alpha held at 2: no difficulty schedule)
                      and fade_fixed_delta (delta held at 1: no entropy schedule)
-    the rest         rloo, dapo, passk, pkpo, maxpo, codapo, bbg, w_reinforce at their defaults; rloo with
-                     asym_d1 is the A/A control (the same update under AdamW: fade_core.claims)
+    the rest         rloo, grpo, dr_grpo, dapo, codapo (run by default, :data:`DEFAULT_ARMS`) and passk,
+                     pkpo_sloo1, maxpo, bbg, w_reinforce (with --arms) at their defaults; rloo with asym_d1
+                     is the A/A control (the same update under AdamW: fade_core.claims); :data:`ARM_NOTES`
+                     says what grpo, dr_grpo, pkpo_sloo1, dapo and codapo are here
+
+Every arm runs at its own learning rate, chosen on the validation split by fade_core.lr_sweep (``Arm.lr``),
+and every run has the same rollout budget (train.max_rollouts): dapo and codapo, which sample more per
+step, take fewer steps.
 
 The claims themselves are :mod:`fade_core.claims`. This module holds the rest of the study that is not
 orchestration: the arms, the sign-axis figure, STUDY.md and claims.json, the study's run-time record
@@ -59,7 +65,24 @@ from fade_core.claims import (
 from fade_core.config import Arm
 from fade_core.stats import fmt_p
 
-OTHER_METHODS = ("grpo", "rloo", "dapo", "passk", "pkpo", "maxpo", "codapo", "bbg", "w_reinforce")
+OTHER_METHODS = ("grpo", "dr_grpo", "rloo", "dapo", "codapo", "passk", "maxpo", "bbg", "w_reinforce")
+OTHER_LABELS = {"pkpo_sloo1": "pkpo"}
+"""Arms whose label is not the method's name: PKPO's advantage here is its s^(loo-1) estimator."""
+DEFAULT_ARMS = ("asym_d0_5", "asym_d1", "asym_d2", "power_a2", "power_a3", "fade", "fade_fixed_alpha",
+                "fade_fixed_delta", "rloo", "grpo", "dr_grpo", "dapo", "codapo")
+"""The arms `fade study run` trains without --arms: every arm a claim or check reads (the axes, FADE and its
+ablations, rloo for the A/A control) and the static baselines the issue names (grpo, dr_grpo, and dapo and
+codapo, whose per-step budgets differ). passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out to fit the
+study's 2.5-hour budget on 2 cores (`--arms` runs them)."""
+ARM_NOTES = {
+    "grpo": "GRPO's advantage with fade's defaults: token-mean loss, no KL term (the original GRPO averages per "
+            "sequence and adds a KL penalty)",
+    "dr_grpo": "Dr. GRPO: A = r - rbar, no std division, its constant-normaliser loss",
+    "pkpo_sloo1": "PKPO's s^(loo-1) estimator (leave-one-out baseline)",
+    "rloo": "the A/A control's partner of asym_d1 (the same update under AdamW)",
+    "dapo": "samples up to 10 rounds per step to refill groups without signal (budget: rollouts, not steps)",
+    "codapo": "a second update per step on resampled prompts (budget: rollouts, not steps)",
+}
 
 FIGURES = (  # study_sign_axis is drawn by the study (figures/); the rest are the report's figures
     ("study_sign_axis", "Sign axis: entropy slope and final rank-1 fraction per delta (dots: seeds; bars: mean "
@@ -89,15 +112,16 @@ def study_arms() -> dict[str, Arm]:
     arms["fade_fixed_delta"] = Arm(method="fade", params={"fixed_delta": ABLATION_FIXED_DELTA})
     for name in OTHER_METHODS:
         arms[name] = Arm(method=name)
+    for label, method in OTHER_LABELS.items():
+        arms[label] = Arm(method=method)
     return arms
 
 
 def select_arms(labels: Iterable[str] | None) -> dict[str, Arm]:
-    """The study arms named in ``labels`` (all when None/empty); an unknown label raises naming it."""
+    """The study arms named in ``labels`` (:data:`DEFAULT_ARMS` when None/empty); an unknown label raises
+    naming it."""
     arms = study_arms()
-    wanted = [x for x in (labels or []) if x]
-    if not wanted:
-        return arms
+    wanted = [x for x in (labels or []) if x] or list(DEFAULT_ARMS)
     unknown = [x for x in wanted if x not in arms]
     if unknown:
         raise ValueError(f"unknown study arm(s) {', '.join(unknown)}; the arms are: {', '.join(arms)}")
@@ -289,10 +313,13 @@ def render_study_md(
     n_samples: int | None = None,
     machine: str = "",
     quick: bool = False,
+    budget: str = "",
+    sweep: Mapping[str, str] | None = None,
 ) -> str:
     """STUDY.md: how it was run (command, run time, arms, seeds, samples), the claims table, each claim's
     reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md). ``timings``: seconds
-    per stage, summed over every sitting when ``timings_all`` (else those of the last sitting)."""
+    per stage, summed over every sitting when ``timings_all`` (else those of the last sitting). ``budget``: the
+    training budget in words; ``sweep``: the learning-rate sweep ({rule, table, figure}: :func:`sweep_section`)."""
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
     if quick:
         lines += ["> **Smoke run (`--quick`)**: budgets far below the study's; the verdicts say nothing.", ""]
@@ -310,10 +337,20 @@ def render_study_md(
     if n_samples:
         lines.append(f"- evaluation samples per problem: {n_samples}")
     if arms:
-        lines.append("- arms: " + ", ".join(f"`{k}` = {a.label}" for k, a in arms.items()))
-        lines.append("- budget: every arm trains the same number of steps, prompts per step and rollouts per prompt; "
-                     "per step, codapo also updates a second time on fresh rollouts of resampled prompts and dapo "
-                     "samples more prompts to replace groups without signal, so those two use more rollouts")
+        lines.append("- arms: " + ", ".join(f"`{k}` = {a.label}" + (f" at lr {a.lr:g}" if a.lr else "")
+                                             for k, a in arms.items()))
+        notes = [f"`{k}`: {ARM_NOTES[k]}" for k in arms if k in ARM_NOTES]
+        if notes:
+            lines.append("- what some arms are here: " + "; ".join(notes))
+    if budget:
+        lines.append(f"- budget: {budget}")
+    if sweep:
+        lines += ["", "## Learning rates", "",
+                  f"Each arm ran at every rate below for one seed on the training split, measured on the validation "
+                  f"split; the rule, fixed before the runs: {sweep['rule']}. The final seeds ran at the chosen rate "
+                  "(bold). Values: the criterion (validation pass@1).", "", sweep["table"], ""]
+        if sweep.get("figure"):
+            lines += [f"![lr_sensitivity]({sweep['figure']})", ""]
     lines += ["", "## Claims", "", verdict_counts(claims), "",
               f"| # | axis | statement | source | {MEASUREMENT_HEADER} | p (Holm) | verdict |",
               "|---|---|---|---|---|---|---|"]
@@ -381,6 +418,36 @@ def figure_links(root: Path, cfg: Any) -> dict[str, str]:
     return out
 
 
+def budget_text(cfg: Any) -> str:
+    """The training budget of the study config in words (rollouts matched when train.max_rollouts is set)."""
+    t = cfg.train
+    per_step = t.prompts_per_step * t.group_size
+    if t.max_rollouts:
+        return (f"every run samples {t.max_rollouts} rollouts (train.max_rollouts; {t.prompts_per_step} prompts x "
+                f"{t.group_size} a round, at most {t.steps} steps): arms that sample more per step (dapo's refill "
+                "rounds, codapo's resampled second update) stop after fewer steps; optimizer steps per rollout still "
+                "differ (codapo updates twice a step) and the budget figure and time-to-threshold claim show both")
+    return (f"every run trains {t.steps} steps of {per_step} rollouts (no rollout budget: dapo and codapo sample "
+            "more per step, so they use more rollouts)")
+
+
+def sweep_section(root: Path) -> dict[str, str] | None:
+    """STUDY.md's learning-rate section from root/sweep/lr_choice.json (None when no sweep ran there)."""
+    from fade_core import lr_sweep
+
+    path = root / "sweep" / "lr_choice.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    choices = {a: lr_sweep.LrChoice(a, c.get("lr"), {float(k): (float("nan") if v is None else float(v))
+                                                      for k, v in c.get("scores", {}).items()}, c.get("reason", ""))
+               for a, c in data.get("arms", {}).items()}
+    fig = next((f for f in (root / "figures" / "lr_sensitivity.png", root / "figures" / "lr_sensitivity.svg")
+                if f.exists()), None)
+    return {"rule": str(data.get("rule", "")), "table": lr_sweep.markdown_table(choices),
+            "figure": os.path.relpath(fig, root) if fig else ""}
+
+
 def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sittings: int,
                 timings: dict[str, float] | None, quick: bool, timings_all: bool = False) -> dict[str, str]:
     """Compute the claims from the runs and aggregated tables of the placed study config ``cfg``; write
@@ -393,7 +460,8 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
     md = render_study_md(
         claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings, timings_all=timings_all,
         figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
-        n_samples=cfg.eval.n_samples, machine=machine, quick=quick,
+        n_samples=cfg.eval.n_samples, machine=machine, quick=quick, budget=budget_text(cfg),
+        sweep=sweep_section(root),
     )
     md_path, json_path = root / "STUDY.md", root / "claims.json"
     md_path.write_text(md)

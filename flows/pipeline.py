@@ -84,37 +84,52 @@ def warmstart_is_current(cfg: fconfig.Config) -> bool:
         return False
 
 
-def compare(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Run every stage for the placed config ``cfg`` inside the current flow (whose task runner gets the
-    fan-outs): the body of `fade run`, and of `fade sweep` with ``cached`` training runs."""
-    from flows.aggregate import aggregate
-    from flows.evaluate import evaluate_shards
+def prepare_base(cfg: fconfig.Config, clock: StageClock) -> Path:
+    """The stages before training, for the placed config ``cfg``: the problem tables, then the warm start
+    unless the one there is current. Returns the base model's folder."""
     from flows.prepare import prepare
-    from flows.report import report
-    from flows.train import train_runs
     from flows.warmstart import warmstart
 
-    log = get_run_logger()
-    clock = StageClock()
     prepare(cfg.to_dict())
     clock.lap("prepare")
     if plan.needs_warmstart(cfg):
         if warmstart_is_current(cfg):
-            log.info("warm start: %s is current (same inputs, checksums verify): not redone", cfg.warmstart.out_dir)
+            get_run_logger().info("warm start: %s is current (same inputs, checksums verify): not redone",
+                                  cfg.warmstart.out_dir)
         else:
             ws_log = Path(cfg.warmstart.out_dir) / "warmstart.jsonl"
             with progress.watch("warm start", "steps", cfg.warmstart.steps, lambda: progress.jsonl_last_step(ws_log)):
                 warmstart(cfg, progress=False)
         clock.lap("warmstart")
-    base_dir = plan.base_model_path(cfg)
+    return plan.base_model_path(cfg)
+
+
+def train_all(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str, ...] = (),
+              what: str = "train") -> tuple[list[plan.RunPlan], list[dict[str, Any]]]:
+    """Train every arm x seed of the placed config ``cfg`` on the flow's task runner, with a progress line
+    named ``what``: (the run plans, the training tasks' results in plan order)."""
+    from flows.train import train_runs
 
     plans = plan.run_plans(cfg)
-    log.info("training %d runs (%d arms x %d seeds) on %d workers", len(plans), len(cfg.pipeline.arms),
-             len(cfg.pipeline.seeds), cfg.pipeline.workers)
+    get_run_logger().info("%s: %d runs (%d arms x %d seeds) on %d workers", what, len(plans),
+                          len(cfg.pipeline.arms), len(cfg.pipeline.seeds), cfg.pipeline.workers)
     runs_dirs = sorted({Path(p.config.train.runs_dir) for p in plans})
-    with progress.watch("train", "steps", len(plans) * cfg.train.steps,
+    with progress.watch(what, "steps", len(plans) * cfg.train.steps,
                         lambda: progress.training_steps(runs_dirs, cfg.train.steps)):
-        trained = train_runs(plans, cached=cached, extra_tags=extra_tags)
+        return plans, train_runs(plans, cached=cached, extra_tags=extra_tags)
+
+
+def compare(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Run every stage for the placed config ``cfg`` inside the current flow (whose task runner gets the
+    fan-outs): the body of `fade run`, and of `fade sweep` with ``cached`` training runs."""
+    from flows.aggregate import aggregate
+    from flows.evaluate import evaluate_shards
+    from flows.report import report
+
+    log = get_run_logger()
+    clock = StageClock()
+    base_dir = prepare_base(cfg, clock)
+    plans, trained = train_all(cfg, cached=cached, extra_tags=extra_tags)
     clock.lap("train")
 
     shards = plan.evaluation_shards(cfg, [(res["run_dir"], p.arm) for p, res in zip(plans, trained, strict=True)],

@@ -27,6 +27,7 @@ checkpoint (same config, same run directory) and checkpoints already evaluated w
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from pathlib import Path
@@ -37,7 +38,7 @@ import yaml
 from prefect import flow, get_run_logger
 
 from fade_core import config as fconfig
-from fade_core import plan
+from fade_core import lr_sweep, plan
 from fade_core import study as study_lib
 from fade_core.params_yaml import render_yaml
 from flows.options import ParamsOpt, SetOpt, fail, load_config
@@ -51,6 +52,8 @@ QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spr
 STUDY_QUICK_OVERRIDES = [s for s in QUICK_OVERRIDES if not s.startswith("pipeline.seeds=")] + [
     f"pipeline.seeds={QUICK_SEEDS}"
 ]
+STUDY_EVAL_EVERY = 10  # periodic validation pass@1 (eval_pass1): the sweep's criterion, time-to-threshold
+QUICK_EVAL_EVERY = 5
 
 
 def _flow_yaml(value: Any) -> str:
@@ -59,8 +62,11 @@ def _flow_yaml(value: Any) -> str:
 
 def study_overrides(params_path: str, overrides: list[str] | None, quick: bool = False,
                     arms: list[str] | None = None) -> list[str]:
-    """The --set list that turns params.yaml into the study: study defaults, then --quick, then the user's."""
-    base = fconfig.load(params_path, list(overrides or []))
+    """The --set list that turns params.yaml into the study: study defaults, then --quick, then the user's.
+    The rollout budget (train.max_rollouts) is steps x prompts x G of the resolved train section, so every
+    arm samples what a one-round-per-step method samples in train.steps steps."""
+    quick_sets = STUDY_QUICK_OVERRIDES if quick else []
+    base = fconfig.load(params_path, quick_sets + list(overrides or []))
     seeds = list(base.pipeline.seeds)
     for s in range(max(seeds) + 1 if seeds else 0, 10_000):
         if len(seeds) >= MIN_SEEDS:
@@ -74,16 +80,21 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
         f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
         f"eval.ks={_flow_yaml(list(STUDY_KS))}",
         "eval.skip_existing=true",
+        "eval.checkpoints=last",
+        f"train.eval_every={QUICK_EVAL_EVERY if quick else STUDY_EVAL_EVERY}",
+        "train.eval_split=validation",
+        f"train.max_rollouts={base.train.steps * base.train.prompts_per_step * base.train.group_size}",
         "report.title=fade study",
         "report.study=true",
     ]
-    return defaults + (STUDY_QUICK_OVERRIDES if quick else []) + list(overrides or [])
+    return defaults + quick_sets + list(overrides or [])
 
 
 def study_command(params: str, overrides: list[str] | None, quick: bool, arms: list[str] | None,
-                  results: str) -> str:
+                  results: str, lrs: list[float] | None = None) -> str:
     """The command line that reproduces this study, as STUDY.md states it."""
     parts = ["fade", "study", "run"] + (["--quick"] if quick else []) + (["--arms", ",".join(arms)] if arms else [])
+    parts += ["--lrs", ",".join(f"{x:g}" for x in lrs)] if lrs else []
     if results != "results":
         parts += ["--results", results]
     if params != "params.yaml":
@@ -111,23 +122,63 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
                                  quick=False)
 
 
+@flow(name="lr-sweep", log_prints=True)
+def lr_sweep_phase(config: fconfig.Config, root: str, lrs: list[float]) -> dict[str, Any]:
+    """The study's learning-rate sweep (fade_core.lr_sweep): prepare and warm start as the pipeline does,
+    train every arm at every rate of ``lrs`` for the sweep seed under <root>/sweep/runs/, choose a rate per
+    arm by the fixed rule, and write <root>/sweep/lr_choice.json and the sensitivity figure. Resumable like
+    any training: finished sweep runs are not trained again."""
+    from fade_core.runs import load_training_records
+    from flows.pipeline import StageClock, prepare_base, train_all
+
+    placed = plan.place_outputs(config, root)
+    sweep = lr_sweep.sweep_config(placed, lrs, Path(root) / "sweep")
+    clock = StageClock()
+    prepare_base(placed, clock)
+    train_all(sweep, what="lr sweep")
+    records, _ = load_training_records(sweep.train.runs_dir)
+    choices = lr_sweep.choose(records, list(config.pipeline.arms), lrs)
+    folder = Path(root) / "sweep"
+    (folder / "lr_choice.json").write_text(json.dumps(
+        {"rule": lr_sweep.RULE, "seed": lr_sweep.SWEEP_SEED, "lrs": list(lrs),
+         "arms": {a: c.to_dict() for a, c in choices.items()}}, indent=2) + "\n")
+    fig = lr_sweep.fig_sensitivity(choices)
+    if fig is not None:
+        study_lib.save_figure(fig, Path(root) / "figures" / "lr_sensitivity", list(config.report.formats) or ["png"])
+    for arm, c in choices.items():
+        get_run_logger().info("lr sweep: %s -> %s (%s)", arm, c.lr, c.reason)
+    return {"choices": choices, "timings": clock.timings}
+
+
 @flow(name="study", log_prints=True)
 def study(config: fconfig.Config | None = None, results: str = "results", quick: bool = False,
-          command: str | None = None) -> dict[str, Any]:
-    """Run the comparison of the study config ``config`` (None: params.yaml with the study's defaults) as a
-    subflow on the Dask runner, record the sitting, then write the claims. ``quick``: the config is the
-    smoke budget (STUDY.md says so); ``command``: the command line STUDY.md states."""
+          command: str | None = None, lrs: list[float] | None = None) -> dict[str, Any]:
+    """The learning-rate sweep (:func:`lr_sweep_phase`), then the comparison of the study config ``config``
+    (None: params.yaml with the study's defaults) with every arm at its chosen rate, both as subflows on
+    the Dask runner; record the sitting, then write the claims. ``quick``: the config is the smoke budget
+    (STUDY.md says so); ``command``: the command line STUDY.md states; ``lrs``: the sweep's rates (default
+    fade_core.lr_sweep.SWEEP_LRS; one rate: no choice, every arm runs at it)."""
     from flows.pipeline import pipeline
 
     log = get_run_logger()
     start = time.perf_counter()
     cfg = config if config is not None else fconfig.load("params.yaml", study_overrides("params.yaml", None))
-    log.info("study: %d arms x %d seeds, %d samples per problem", len(cfg.pipeline.arms), len(cfg.pipeline.seeds),
-             cfg.eval.n_samples)
-    out = pipeline.with_options(task_runner=task_runner(cfg))(cfg, results)
+    rates = [float(x) for x in (lrs or lr_sweep.SWEEP_LRS)]
+    log.info("study: %d arms x %d rates (sweep), then x %d seeds, %d samples per problem", len(cfg.pipeline.arms),
+             len(rates), len(cfg.pipeline.seeds), cfg.eval.n_samples)
+    root = plan.results_root(cfg, results)
+    t_sweep = time.perf_counter()
+    swept = lr_sweep_phase.with_options(task_runner=task_runner(cfg))(cfg, str(root), rates)
+    sweep_s = time.perf_counter() - t_sweep - sum(swept["timings"].values())
+    final = cfg.model_copy(deep=True)
+    final.pipeline.arms = lr_sweep.with_chosen_lrs(cfg.pipeline.arms, swept["choices"])
+    out = pipeline.with_options(task_runner=task_runner(final))(final, results)
     root = Path(out["root"])
-    placed = plan.place_outputs(cfg, root)
-    total, sittings = study_lib.record_sitting(root, time.perf_counter() - start, quick, out.get("timings"))
+    placed = plan.place_outputs(final, root)
+    stages = {"lr sweep": round(sweep_s, 1), **out.get("timings", {})}
+    for k, v in swept["timings"].items():  # the sweep's prepare / warm start count with the pipeline's
+        stages[k] = round(stages.get(k, 0.0) + v, 1)
+    total, sittings = study_lib.record_sitting(root, time.perf_counter() - start, quick, stages)
     stages, all_sittings = study_lib.stage_seconds(root)
     written = study_lib.write_study(root, placed, command=command or "fade study run", runtime_s=total,
                                     sittings=sittings, timings=stages, quick=quick, timings_all=all_sittings)
@@ -145,6 +196,24 @@ def _verdicts(written: dict[str, str]) -> None:
 QuickOpt = Annotated[bool, typer.Option("--quick", help="Smoke budget: 2 seeds, 20 steps, 16 samples.")]
 ArmsOpt = Annotated[str | None, typer.Option("--arms", help="Comma-separated study arms (default: all).")]
 ResultsOpt = Annotated[str, typer.Option("--results", help="Parent folder of results/study/.")]
+LrsOpt = Annotated[str | None, typer.Option(
+    "--lrs", help="Comma-separated learning rates of the sweep (default: fade_core.lr_sweep.SWEEP_LRS).")]
+
+
+def parse_lrs(text: str | None) -> list[float] | None:
+    """``--lrs 3e-4,1e-3`` -> [0.0003, 0.001]; None -> None; a bad or non-positive rate fails naming it."""
+    if not text:
+        return None
+    out = []
+    for part in (x.strip() for x in text.split(",")):
+        try:
+            value = float(part)
+        except ValueError:
+            value = float("nan")
+        if not value > 0:
+            raise fail("study", ValueError(f"--lrs: {part!r} is not a positive learning rate"))
+        out.append(value)
+    return out
 
 
 def _study_config(params: Path, overrides: list[str] | None, quick: bool, arms: str | None
@@ -164,11 +233,13 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="study")
 
     @group.command("run")
-    def run_command(quick: QuickOpt = False, arms: ArmsOpt = None, results: ResultsOpt = "results",
+    def run_command(quick: QuickOpt = False, arms: ArmsOpt = None, lrs: LrsOpt = None, results: ResultsOpt = "results",
                     params: ParamsOpt = Path("params.yaml"), overrides: SetOpt = None) -> None:
-        """Every study arm x seed through the pipeline, then STUDY.md and claims.json (resumes where it stopped)."""
+        """The learning-rate sweep, every study arm x seed at its chosen rate through the pipeline, then
+        STUDY.md and claims.json (resumes where it stopped)."""
+        rates = parse_lrs(lrs)
         cfg, arm_list = _study_config(params, overrides, quick, arms)
-        out = study(cfg, results, quick, study_command(str(params), overrides, quick, arm_list, results))
+        out = study(cfg, results, quick, study_command(str(params), overrides, quick, arm_list, results, rates), rates)
         typer.echo(f"\nfade study finished: {out['runtime_s'] / 60:.1f} min in total over {out['sittings']} sitting(s)")
         _verdicts(out)
         typer.echo(f"study: {out['study_md']}\nclaims: {out['claims']}\nreport: {out['report']}")

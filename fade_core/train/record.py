@@ -27,6 +27,9 @@ informative group) still writes a full row. Keys, in order::
     examples                                            a few rollouts of the first round (rank 0's share):
                                                         [{problem_id, prompt, completion, reward, verdict}]
                                                         (rewards.pick_examples; JSON text in metrics.duckdb)
+    rollouts rollouts_total                             rollouts sampled this step (refill rounds and resampled
+                                                        groups included) and since step 1 (added by the trainer;
+                                                        train.max_rollouts ends a run on the total)
     time_rollout time_scoring time_update time_step tokens_per_s time_log
 
 Readers use these names as they are (fade_core.report, fade_core.study). A new per-step quantity is one

@@ -17,6 +17,10 @@ One step (:meth:`Trainer.step`)::
     record    record.step_record -> runs/<run_id>/metrics.jsonl + metrics.duckdb, then every StepLogger
               (the live trackers of tracking.*: TensorBoard events by default, train/loggers.py);
               one warning per run when most rollouts of a step hit the generation budget
+    budget    ``rollouts`` (this step's samples: refill rounds and resampled groups included) adds to the run's
+              total, logged as ``rollouts_total`` and kept in checkpoints; with train.max_rollouts the run
+              ends (and checkpoints) after the step that reaches it, so a method that samples more per step
+              takes fewer steps: budgets matched in rollouts, not steps
 
 Method hints: a method's recommended loss aggregation and clip range (``adv.recommended()``) take
 precedence over ``train.loss_agg`` / ``eps_low`` / ``eps_high``; the range used is logged every step.
@@ -188,6 +192,7 @@ class Trainer:
         self.kl_coef = self.tcfg.kl_coef
         self.base_validity: float | None = None
         self.head_w0 = self.backend.full_weight(models.output_head(self.model)).cpu()
+        self.rollouts_used = 0  # rollouts sampled so far (train.max_rollouts), kept in checkpoints
         self.prompt_style = PromptStyle.from_model_config(cfg.model)
         self.rendered = [build_prompt(p, self.tokenizer, self.prompt_style) for p in self.problems]
         self.prompts = [r.text for r in self.rendered]
@@ -430,6 +435,7 @@ class Trainer:
             "kl_coef": self.kl_coef,
             "base_validity": self.base_validity,
             "head_w0": self.head_w0,
+            "rollouts_used": self.rollouts_used,
         }
         return ckpt.save_checkpoint(checkpoint_dir(self.run_dir, step), state, model=self.model,
                                     tokenizer=self.tokenizer, backend=self.backend, dist=self.dist)
@@ -442,9 +448,18 @@ class Trainer:
         self.kl_coef = state["kl_coef"]
         self.base_validity = state["base_validity"]
         self.head_w0 = state["head_w0"]
+        self.rollouts_used = int(state.get("rollouts_used", 0))
+        if "rollouts_used" not in state and self.tcfg.max_rollouts is not None:
+            logging.getLogger(__name__).warning(
+                "fade: %s's checkpoint predates rollout counting: the rollout budget counts from step %d",
+                folder, int(state["step"]))
         return int(state["step"])
 
     # ------------------------------------------------------------------------------ the loop
+    def budget_spent(self) -> bool:
+        """Whether the run has sampled its rollout budget (train.max_rollouts; never without one)."""
+        return self.tcfg.max_rollouts is not None and self.rollouts_used >= self.tcfg.max_rollouts
+
     def train(self) -> TrainResult:
         """Train (resuming from the latest complete checkpoint of this run dir if there is one)."""
         from fade_core import config as fconfig
@@ -481,7 +496,11 @@ class Trainer:
         done = 0
         try:
             for step in range(start + 1, self.tcfg.steps + 1):
+                if self.budget_spent():
+                    break
                 record = self.step(step)
+                self.rollouts_used += int(record["rollouts"])
+                record["rollouts_total"] = self.rollouts_used
                 t_log = time.perf_counter()
                 if self.dist.main:
                     record["time_log"] = 0.0  # the written line cannot hold its own write time
@@ -492,7 +511,7 @@ class Trainer:
                 if self.on_step is not None:
                     self.on_step(step, record)
                 result.last_metrics = record
-                if step % self.tcfg.checkpoint_every == 0 or step == self.tcfg.steps:
+                if step % self.tcfg.checkpoint_every == 0 or step == self.tcfg.steps or self.budget_spent():
                     result.checkpoints.append(self.save_checkpoint(step))
                 done += 1
                 if self.stop_after is not None and done >= self.stop_after:

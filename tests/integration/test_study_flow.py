@@ -32,13 +32,27 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     params = tmp_path / "params.yaml"
     params.write_text("{}\n")
     results = tmp_path / "results"
-    sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1"]), [])
-    args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--params", str(params), "--results", str(results), *sets]
+    sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1", "train.eval_every=1",
+                                                 "train.eval_problems=4", "train.eval_samples=4"]), [])
+    args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--lrs", "1e-3,3e-3", "--params", str(params),
+            "--results", str(results), *sets]
     out = _study(tmp_path, prefect_api, *args)
     root = results / "study"
     assert f"study: {root / 'STUDY.md'}" in out
     md = (root / "STUDY.md").read_text()
     claims = json.loads((root / "claims.json").read_text())
+    # the learning-rate sweep ran first: each arm at both rates (the sweep seed), a rate chosen by the rule,
+    # and the final seeds ran at it
+    choice = json.loads((root / "sweep" / "lr_choice.json").read_text())
+    assert choice["lrs"] == [1e-3, 3e-3] and set(choice["arms"]) == {"asym_d0_5", "asym_d2"}
+    sweep_runs = sorted(p.name.split("-s")[0] for p in (root / "sweep" / "runs").glob("*/*") if p.is_dir())
+    assert sweep_runs == ["asym_d0_5__lr0p001", "asym_d0_5__lr0p003", "asym_d2__lr0p001", "asym_d2__lr0p003"]
+    for arm, c in choice["arms"].items():
+        scores = {float(k): v for k, v in c["scores"].items()}
+        assert c["lr"] == max(scores, key=lambda k: (scores[k], -k))  # the best criterion, ties to the smaller
+        assert claims["arms"][arm]["lr"] == c["lr"]
+    assert "## Learning rates" in md and "(figures/lr_sensitivity.png)" in md
+    assert "--lrs 0.001,0.003" in md and "train.max_rollouts" in md
     ids = [c["id"] for c in claims["claims"]]
     assert ids[:3] == ["sign_entropy", "sign_rank1", "sign_drift"]
     assert {c["verdict"] for c in claims["claims"]} <= {"agrees", "disagrees", "inconclusive"}
@@ -48,8 +62,8 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     by_id = {c["id"]: c for c in claims["claims"]}
     assert len(by_id["sign_entropy"]["values"]["slopes"]["asym_d2"]) == 2
     assert "no training records of arm(s) asym_d1" in by_id["difficulty_signal"]["reason"]
-    assert "fade study run --quick --arms asym_d0_5,asym_d2" in md and "Smoke run" in md
-    assert md.count("| **") == len(ids)
+    assert "fade study run --quick --arms asym_d0_5,asym_d2 --lrs" in md and "Smoke run" in md
+    assert md.split("## Claims")[1].count("| **") == len(ids)
     assert "(figures/study_sign_axis.png)" in md and (root / "figures" / "study_sign_axis.png").exists()
     assert "(reports/default/figures/training_curves.png)" in md
     assert (root / "reports/default/figures/training_curves.png").exists()
@@ -65,11 +79,12 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
 
     # a second sitting resumes: same runs, the run time adds up
     mtimes = {p: p.stat().st_mtime for p in (root / "eval").rglob("*.parquet") if "samples" in str(p)}
+    mtimes.update({p: p.stat().st_mtime for p in (root / "sweep" / "runs").rglob("model.safetensors")})
     _study(tmp_path, prefect_api, *args)
     again = json.loads((root / "claims.json").read_text())
     assert again["sittings"] == 2 and again["runtime_seconds"] > claims["runtime_seconds"]
     ledger = json.loads((root / "runtime.json").read_text())["sittings"]
-    assert [set(s["stages"]) >= {"train", "evaluate", "report"} for s in ledger] == [True, True]
+    assert [set(s["stages"]) >= {"lr sweep", "train", "evaluate", "report"} for s in ledger] == [True, True]
     assert "stages (summed over the sittings): " in (root / "STUDY.md").read_text()
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes

@@ -152,6 +152,24 @@ def test_in_process_resume_is_exact(tmp_path: Path, base_model: Path) -> None:
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_rollout_budget_ends_each_method_at_the_same_rollouts(tmp_path: Path, base_model: Path) -> None:
+    """train.max_rollouts matches budgets in rollouts: rloo samples P*G = 32 a step and runs 6 steps of 192;
+    codapo samples 32 more a step for its second update (1 group of 4 repeated 4 times x G = 8), so it ends
+    after 3 steps, with a checkpoint there; a rerun resumes at that checkpoint and trains nothing more."""
+    done = {}
+    for method in ("rloo", "codapo"):
+        cfg = config.load(None, micro_overrides(tmp_path, **{"train.method": method, "train.max_rollouts": 192,
+                                                              "train.checkpoint_every": 4}))
+        res = Trainer(cfg, base_model=str(base_model)).train()
+        recs = [json.loads(line) for line in (res.run_dir / "metrics.jsonl").read_text().splitlines()]
+        done[method] = (len(recs), recs[-1]["rollouts_total"], sum(r["rollouts"] for r in recs))
+        ckpts = sorted(int(p.name[5:]) for p in (res.run_dir / "checkpoints").iterdir())
+        assert ckpts[-1] == len(recs)  # the budget's last step is checkpointed (not a multiple of 4 for codapo)
+        again = Trainer(cfg, base_model=str(base_model)).train()
+        assert again.resumed_from == len(recs) and again.checkpoints == []
+    assert done == {"rloo": (6, 192, 192), "codapo": (3, 192, 192)}
+
+
 @pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path: Path, base_model: Path) -> None:
     sets = micro_overrides(tmp_path, **{"train.steps": 14, "train.checkpoint_every": 3})

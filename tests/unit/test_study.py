@@ -50,6 +50,11 @@ def test_study_arms_cover_the_axes_and_validate():
     assert arms["fade_fixed_alpha"].params == {"fixed_alpha": 2.0}
     assert arms["fade_fixed_delta"].params == {"fixed_delta": 1.0}
     assert set(st.OTHER_METHODS) <= set(arms) and set(cl.FADE_ARMS) <= set(arms)
+    assert arms["pkpo_sloo1"].method == "pkpo" and "pkpo" not in arms and arms["dr_grpo"].method == "dr_grpo"
+    assert set(st.DEFAULT_ARMS) <= set(arms) and set(st.ARM_NOTES) <= set(arms)
+    # the default arms hold every arm a claim or check reads
+    assert set(cl.SIGN_AXIS.values()) | set(cl.DIFFICULTY_AXIS.values()) | set(cl.FADE_ARMS) | set(cl.AA_ARMS) <= set(
+        st.DEFAULT_ARMS)
     cfg = config.from_dict({"pipeline": {"arms": {k: a.model_dump() for k, a in arms.items()}}})
     assert list(cfg.pipeline.arms) == list(arms)
 
@@ -65,7 +70,7 @@ def test_alpha_one_arm_is_power_alpha_one():
 
 def test_select_arms():
     assert list(st.select_arms(["asym_d2", "fade"])) == ["asym_d2", "fade"]
-    assert st.select_arms(None) == st.study_arms()
+    assert list(st.select_arms(None)) == list(st.DEFAULT_ARMS)
     with pytest.raises(ValueError, match="nope"):
         st.select_arms(["fade", "nope"])
 
@@ -335,10 +340,16 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     cfg = config.load(params, sets)
     assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7]
     assert cfg.eval.n_samples == 128 and cfg.eval.skip_existing and cfg.eval.max_problems == 3
-    assert list(cfg.pipeline.arms) == list(st.study_arms())
+    assert list(cfg.pipeline.arms) == list(st.DEFAULT_ARMS)
     assert cfg.pipeline.arms["asym_d0_5"].params == {"delta": 0.5}
+    # periodic validation pass@1 (the sweep's criterion), the last checkpoint evaluated, budgets in rollouts
+    assert cfg.train.eval_every == 10 and cfg.train.eval_split == "validation" and cfg.eval.checkpoints == "last"
+    assert cfg.train.max_rollouts == cfg.train.steps * cfg.train.prompts_per_step * cfg.train.group_size
     quick = config.load(params, flow_study.study_overrides(str(params), None, quick=True, arms=["fade", "rloo"]))
     assert quick.pipeline.seeds == [0, 1] and quick.eval.n_samples == 16 and list(quick.pipeline.arms) == ["fade", "rloo"]
+    assert quick.train.max_rollouts == 20 * quick.train.prompts_per_step * quick.train.group_size  # quick's 20 steps
+    steps = config.load(params, flow_study.study_overrides(str(params), ["train.steps=7", "train.group_size=4"]))
+    assert steps.train.max_rollouts == 7 * steps.train.prompts_per_step * 4  # follows the user's train section
     user = config.load(params, flow_study.study_overrides(str(params), ["pipeline.seeds=[0]", "eval.n_samples=4",
                                                                         "eval.ks=[1, 2]"], quick=True))
     assert user.pipeline.seeds == [0] and user.eval.n_samples == 4
@@ -352,6 +363,8 @@ def test_study_command_and_runtime_ledger(tmp_path):
     cmd = flow_study.study_command("p.yaml", ["eval.ks=[1, 2]"], True, ["fade", "rloo"], "out")
     assert cmd == "fade study run --quick --arms fade,rloo --results out --params p.yaml --set 'eval.ks=[1, 2]'"
     assert flow_study.study_command("params.yaml", None, False, None, "results") == "fade study run"
+    assert flow_study.study_command("params.yaml", None, False, None, "results", [3e-4, 1e-3]) == (
+        "fade study run --lrs 0.0003,0.001")
     assert st.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
     assert st.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
     assert json.loads((tmp_path / "runtime.json").read_text())["total_seconds"] == 90.5
