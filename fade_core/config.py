@@ -57,8 +57,9 @@ COUNTDOWN_LEVEL_NAMES = ("easy", "medium", "hard")
 
 class CountdownData(Section):
     levels: dict[str, CountdownLevel] = Field(
-        default_factory=lambda: {"easy": CountdownLevel(num_numbers=3, max_number=9, share=0.5),
-                                 "hard": CountdownLevel(num_numbers=4, max_number=9, share=0.5)},
+        default_factory=lambda: {"easy": CountdownLevel(num_numbers=3, max_number=9, share=0.34),
+                                 "medium": CountdownLevel(num_numbers=4, max_number=9, share=0.33),
+                                 "hard": CountdownLevel(num_numbers=4, max_number=19, share=0.33)},
         description="Difficulty levels of the built-in task, named easy/medium/hard (the problem table's difficulty_level): numbers per problem, their range, share of each split.",
     )
     num_train: int = Field(2000, ge=1, description="Training problems of the built-in countdown task.")
@@ -197,13 +198,13 @@ class ModelConfig(Section):
 
 # ---------------------------------------------------------------------------------------- warmstart
 class WarmstartConfig(Section):
-    steps: int = Field(400, ge=0, description="Supervised steps on the built-in task.")
+    steps: int = Field(2000, ge=0, description="Supervised steps on the built-in task (2000: the base beats a uniform sampler at pass@1 on every level; 400 did not).")
     batch_size: int = Field(64, ge=1, description="Examples per supervised step.")
     lr: float = Field(5e-3, gt=0, description="AdamW learning rate of the warm start (peak; warm-up then cosine to 10%).")
     correct_fraction: float = Field(
-        0.4, ge=0, le=1, description="Share of examples showing a correct expression for the target (the rest: a random valid one)."
+        0.8, ge=0, le=1, description="Share of examples showing a correct expression for the target (the rest: a random valid one)."
     )
-    checkpoint_every: int = Field(100, ge=1, description="Keep a checkpoint every N steps (RL from early or late ones).")
+    checkpoint_every: int = Field(500, ge=1, description="Keep a checkpoint every N steps (RL from early or late ones).")
     seed: int = Field(0, description="Seed of the warm start.")
     out_dir: str = Field("models/base", description="Where the warm-started base model (HF format) is written.")
 

@@ -62,10 +62,12 @@ def sweep_arms(arms: Mapping[str, Arm], lrs: Sequence[float] = SWEEP_LRS) -> dic
             for lr in lrs}
 
 
-def sweep_config(placed: Any, lrs: Sequence[float] = SWEEP_LRS, folder: str | Path | None = None) -> Any:
-    """The sweep's config from the placed study config ``placed``: its arms at every rate, seed
-    :data:`SWEEP_SEED`, runs and TensorBoard logs under ``folder`` (default: ``sweep/`` beside train.runs_dir).
-    Raises naming train.eval_every when it is 0 (the criterion needs the periodic validation pass@1)."""
+def sweep_config(placed: Any, lrs: Sequence[float] = SWEEP_LRS, folder: str | Path | None = None,
+                 tied: Mapping[str, str] | None = None) -> Any:
+    """The sweep's config from the placed study config ``placed``: its arms (but those ``tied`` to another
+    arm's rate, {arm: partner}) at every rate, seed :data:`SWEEP_SEED`, runs and TensorBoard logs under
+    ``folder`` (default: ``sweep/`` beside train.runs_dir). Raises naming train.eval_every when it is 0 (the
+    criterion needs the periodic validation pass@1)."""
     if placed.train.eval_every <= 0:
         raise ValueError("train.eval_every is 0: the learning-rate sweep chooses on the periodic validation "
                          "pass@1 (eval_pass1), so it needs train.eval_every > 0")
@@ -74,7 +76,10 @@ def sweep_config(placed: Any, lrs: Sequence[float] = SWEEP_LRS, folder: str | Pa
                          "the validation split")
     out = placed.model_copy(deep=True)
     root = Path(folder) if folder is not None else Path(placed.train.runs_dir).parent / "sweep"
-    out.pipeline.arms = sweep_arms(placed.pipeline.arms, lrs)
+    swept = {a: arm for a, arm in placed.pipeline.arms.items() if a not in (tied or {})}
+    if not swept:
+        raise ValueError("every arm is tied to another's learning rate: nothing to sweep")
+    out.pipeline.arms = sweep_arms(swept, lrs)
     out.pipeline.seeds = [SWEEP_SEED]
     out.train.runs_dir = str(root / "runs")
     out.tracking.tensorboard_dir = str(root / "tensorboard")
@@ -113,12 +118,19 @@ def choose_lr(scores: Mapping[float, float]) -> float | None:
     return min(lr for lr, s in finite.items() if s >= best - TIE_TOL)
 
 
-def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEEP_LRS) -> dict[str, LrChoice]:
+def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEEP_LRS,
+           tied: Mapping[str, str] | None = None) -> dict[str, LrChoice]:
     """Per arm: the criterion of its sweep run at each rate (training records as
     :func:`fade_core.runs.load_training_records` stacks them, ``method`` = the sweep label) and the chosen
-    rate. Several runs of one label (more sweep seeds) are averaged."""
+    rate. Several runs of one label (more sweep seeds) are averaged. An arm ``tied`` to a partner
+    ({arm: partner}, the partner swept) takes the partner's rate: the study's A/A control must compare two
+    arms at one rate."""
+    tied = {a: b for a, b in (tied or {}).items() if a in arms}
+    bad = [f"{a} -> {b}" for a, b in tied.items() if b not in arms or b in tied]
+    if bad:
+        raise ValueError(f"learning rates tied to an arm that is not swept: {', '.join(bad)}")
     out = {}
-    for arm in arms:
+    for arm in [a for a in arms if a not in tied]:
         scores = {}
         for lr in lrs:
             rows = train[train["method"] == sweep_label(arm, lr)] if not train.empty else train
@@ -133,7 +145,9 @@ def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEE
             reason = (f"highest mean validation pass@1 over the last {CRITERION_TAIL} evaluations"
                       + (f" (tied with {', '.join(f'{t:g}' for t in ties)}: the smaller rate)" if ties else ""))
         out[arm] = LrChoice(arm, lr, scores, reason)
-    return out
+    for arm, partner in tied.items():
+        out[arm] = LrChoice(arm, out[partner].lr, {}, f"not swept: runs at {partner}'s rate (the same update)")
+    return {a: out[a] for a in arms}
 
 
 def with_chosen_lrs(arms: Mapping[str, Arm], choices: Mapping[str, LrChoice]) -> dict[str, Arm]:

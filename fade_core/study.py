@@ -74,6 +74,9 @@ DEFAULT_ARMS = ("asym_d0_5", "asym_d1", "asym_d2", "power_a2", "power_a3", "fade
 ablations, rloo for the A/A control) and the static baselines the issue names (grpo, dr_grpo, and dapo and
 codapo, whose per-step budgets differ). passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out to fit the
 study's 2.5-hour budget on 2 cores (`--arms` runs them)."""
+LR_TIED = {"rloo": "asym_d1"}
+"""Arms not swept, running at a partner's chosen rate: rloo is asym_d1's update under AdamW, and the A/A
+control must compare the two at one rate (fade_core.lr_sweep.choose)."""
 ARM_NOTES = {
     "grpo": "GRPO's advantage with fade's defaults: token-mean loss, no KL term (the original GRPO averages per "
             "sequence and adds a KL penalty)",

@@ -1,6 +1,6 @@
 """`fade study`: the FADE paper's claims checked on fade's own runs, as one Prefect flow and four commands.
 
-    fade study run            # every study arm x >= 3 seeds, n >= 128 samples per problem: hours on 2 cores
+    fade study run            # lr sweep, then 13 arms x 5 seeds, n >= 128 samples per problem: ~2.5 h on 2 cores
     fade study run --quick    # the same machinery on a smoke budget
     fade study run --arms asym_d0_5,asym_d2 --set pipeline.seeds=[0,1]
     fade study params --write study/params.yaml   # the study's resolved params, for the DVC stage group
@@ -9,7 +9,9 @@
 
 The same study as a DVC stage group: study/dvc.yaml runs the pipeline's stages inside study/ with
 study/params.yaml (written by ``fade study params --write``, so it is params.yaml plus the study's
-defaults), and its last stage, ``claims``, is ``fade study claims``: `dvc repro study/dvc.yaml`.
+defaults), and its last stage, ``claims``, is ``fade study claims``: `dvc repro study/dvc.yaml`. The DVC
+group has no sweep stage (not built yet): it trains each arm at the ``lr`` study/params.yaml gives it (null:
+train.lr); copy the chosen rates from a flow run's results/study/config.yaml to reproduce that study.
 
 The study is the comparison of `fade run` (flows/pipeline.py) run with the study's arms
 (:func:`fade_core.study.study_arms`) under ``results/study/``, followed by the claims
@@ -18,8 +20,15 @@ study's own figure in ``results/study/figures/``; STUDY.md links the report's fi
 ``results/study/reports/``) by :func:`fade_core.study.write_study`.
 
 Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
-study's arms, at least 3 seeds (params.yaml's seeds, extended), ``eval.n_samples`` at least 128, ``eval.ks=[1, 10, 100]`` (the k of the claims) and
-``eval.skip_existing=true``. It resumes where it stopped: a training run restarts from its last
+study's arms (fade_core.study.DEFAULT_ARMS, or --arms), at least 5 seeds (params.yaml's seeds, extended),
+``train.steps=200`` and a rollout budget ``train.max_rollouts`` = steps x prompts x G (so dapo and codapo
+stop at the same rollouts as the rest), the periodic validation pass@1 every 10 steps (``train.eval_every``,
+the sweep's criterion and the time-to-threshold curves), ``eval.checkpoints=last``, ``eval.n_samples`` at
+least 128, ``eval.ks=[1, 10, 100]`` (the k of the claims) and ``eval.skip_existing=true``. Before the
+comparison, the learning-rate sweep (:func:`lr_sweep_phase`, fade_core.lr_sweep) trains every arm at every
+rate of ``--lrs`` for one seed and chooses each arm's rate on the validation split; rloo takes asym_d1's
+(fade_core.study.LR_TIED).
+It resumes where it stopped: a training run restarts from its last
 checkpoint (same config, same run directory) and checkpoints already evaluated with the same
 ``n_samples`` are not evaluated again. The run time of every sitting is added to
 ``results/study/runtime.json`` (fade_core.study.record_sitting) and STUDY.md states the total.
@@ -45,7 +54,8 @@ from flows.options import ParamsOpt, SetOpt, fail, load_config
 from flows.pipeline import QUICK_OVERRIDES, task_runner
 
 STUDY_NAME = "study"
-MIN_SEEDS = 3
+MIN_SEEDS = 5
+STUDY_STEPS = 200  # the study's steps (and so its rollout budget): 2.5 h on 2 cores with the sweep
 MIN_SAMPLES = 128
 STUDY_KS = (1, 10, 100)  # the k of the claims (pass@1 against pass@100); n >= MIN_SAMPLES estimates each
 QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
@@ -66,7 +76,7 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
     The rollout budget (train.max_rollouts) is steps x prompts x G of the resolved train section, so every
     arm samples what a one-round-per-step method samples in train.steps steps."""
     quick_sets = STUDY_QUICK_OVERRIDES if quick else []
-    base = fconfig.load(params_path, quick_sets + list(overrides or []))
+    base = fconfig.load(params_path, [f"train.steps={STUDY_STEPS}"] + quick_sets + list(overrides or []))
     seeds = list(base.pipeline.seeds)
     for s in range(max(seeds) + 1 if seeds else 0, 10_000):
         if len(seeds) >= MIN_SEEDS:
@@ -77,6 +87,7 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
         f"pipeline.name={STUDY_NAME}",
         f"pipeline.arms={_flow_yaml(selected)}",
         f"pipeline.seeds={_flow_yaml(seeds)}",
+        f"train.steps={STUDY_STEPS}",
         f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
         f"eval.ks={_flow_yaml(list(STUDY_KS))}",
         "eval.skip_existing=true",
@@ -132,15 +143,16 @@ def lr_sweep_phase(config: fconfig.Config, root: str, lrs: list[float]) -> dict[
     from flows.pipeline import StageClock, prepare_base, train_all
 
     placed = plan.place_outputs(config, root)
-    sweep = lr_sweep.sweep_config(placed, lrs, Path(root) / "sweep")
+    tied = {a: b for a, b in study_lib.LR_TIED.items() if a in config.pipeline.arms and b in config.pipeline.arms}
+    sweep = lr_sweep.sweep_config(placed, lrs, Path(root) / "sweep", tied)
     clock = StageClock()
     prepare_base(placed, clock)
     train_all(sweep, what="lr sweep")
     records, _ = load_training_records(sweep.train.runs_dir)
-    choices = lr_sweep.choose(records, list(config.pipeline.arms), lrs)
+    choices = lr_sweep.choose(records, list(config.pipeline.arms), lrs, tied)
     folder = Path(root) / "sweep"
     (folder / "lr_choice.json").write_text(json.dumps(
-        {"rule": lr_sweep.RULE, "seed": lr_sweep.SWEEP_SEED, "lrs": list(lrs),
+        {"rule": lr_sweep.RULE, "seed": lr_sweep.SWEEP_SEED, "lrs": list(lrs), "tied": tied,
          "arms": {a: c.to_dict() for a, c in choices.items()}}, indent=2) + "\n")
     fig = lr_sweep.fig_sensitivity(choices)
     if fig is not None:

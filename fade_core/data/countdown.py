@@ -23,8 +23,9 @@ from fade_core.data.schema import LEVELS, LoadResult, OnBadRows, Origin, build_t
 
 BENCHMARK = "countdown"
 DEFAULT_LEVELS: dict[str, dict[str, Any]] = {
-    "easy": {"num_numbers": 3, "max_number": 9, "share": 0.5},
-    "hard": {"num_numbers": 4, "max_number": 9, "share": 0.5},
+    "easy": {"num_numbers": 3, "max_number": 9, "share": 0.34},
+    "medium": {"num_numbers": 4, "max_number": 9, "share": 0.33},
+    "hard": {"num_numbers": 4, "max_number": 19, "share": 0.33},
 }
 """The testbed's levels when none are given (the config's default, fade_core.config.CountdownData)."""
 

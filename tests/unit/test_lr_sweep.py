@@ -84,3 +84,15 @@ def test_markdown_table_bolds_the_chosen_rate() -> None:
     choices = {"a": lr_sweep.LrChoice("a", 1e-3, {3e-4: 0.1, 1e-3: 0.25}), "b": lr_sweep.LrChoice("b", None, {3e-4: math.nan})}
     text = lr_sweep.markdown_table(choices)
     assert "| a | 0.100 | **0.250** | 0.001 |" in text and "| b | – | – | – |" in text
+
+
+def test_a_tied_arm_is_not_swept_and_takes_its_partners_rate(tmp_path) -> None:
+    train = _records({"a__lr0p001": [0.3] * 3, "a__lr0p003": [0.1] * 3})
+    got = lr_sweep.choose(train, ["rloo", "a"], (1e-3, 3e-3), tied={"rloo": "a"})
+    assert list(got) == ["rloo", "a"] and got["rloo"].lr == got["a"].lr == 1e-3 and "a's rate" in got["rloo"].reason
+    with pytest.raises(ValueError, match="rloo -> b"):
+        lr_sweep.choose(train, ["rloo", "a"], (1e-3,), tied={"rloo": "b"})
+    placed = plan.place_outputs(config.load(None, ["train.eval_every=10",
+                                                   "pipeline.arms={rloo: {method: rloo}, a: {method: grpo}}"]), tmp_path)
+    assert list(lr_sweep.sweep_config(placed, (1e-3, 3e-3), tied={"rloo": "a"}).pipeline.arms) == [
+        "a__lr0p001", "a__lr0p003"]

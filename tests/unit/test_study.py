@@ -338,7 +338,7 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     params.write_text("pipeline:\n  seeds: [5]\neval:\n  n_samples: 32\n")
     sets = flow_study.study_overrides(str(params), ["eval.max_problems=3"])
     cfg = config.load(params, sets)
-    assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7]
+    assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7, 8, 9] and cfg.train.steps == 200
     assert cfg.eval.n_samples == 128 and cfg.eval.skip_existing and cfg.eval.max_problems == 3
     assert list(cfg.pipeline.arms) == list(st.DEFAULT_ARMS)
     assert cfg.pipeline.arms["asym_d0_5"].params == {"delta": 0.5}
