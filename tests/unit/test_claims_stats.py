@@ -13,6 +13,7 @@ import pytest
 from fade_core import advantages
 from fade_core import claims as cl
 from fade_core import study as st
+from fade_core.stats import compare_claim
 
 SEEDS = (0, 1, 2)
 
@@ -107,13 +108,13 @@ def test_nulls_rarely_give_a_verdict_with_three_seeds():
     sims, decisive, decisive_pp, old_rule = 200, 0, 0, 0
     for _ in range(sims):
         a, b = rng.normal(0, 1, 3), rng.normal(0, 1, 3)
-        _c, verdict, _r, _t = cl.compare(a, b, +1, n_boot=400)
+        _c, verdict, _r, _t = compare_claim(a, b, +1, n_boot=400)
         decisive += verdict != cl.INCONCLUSIVE
         old_rule += abs(a.mean() - b.mean()) > math.sqrt(a.var(ddof=1) + b.var(ddof=1))
         problems = rng.uniform(0, 1, 30)
         xa = problems + rng.normal(0, 0.03, (3, 1)) + rng.normal(0, 0.05, (3, 30))
         xb = problems + rng.normal(0, 0.03, (3, 1)) + rng.normal(0, 0.05, (3, 30))
-        decisive_pp += cl.compare(xa, xb, -1, n_boot=400)[1] != cl.INCONCLUSIVE
+        decisive_pp += compare_claim(xa, xb, -1, n_boot=400)[1] != cl.INCONCLUSIVE
     # binomial sd at 200 sims around 0.05 is 0.015; the old rule lands far above the bound
     assert decisive / sims <= 0.08 and decisive_pp / sims <= 0.08, (decisive, decisive_pp)
     assert old_rule / sims >= 0.1

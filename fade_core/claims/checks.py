@@ -1,0 +1,131 @@
+"""The study's checks (not claims; outside Holm's family) and the steps that combine the claims: FADE's
+schedule engaged, the A/A control, gating FADE's claims, Holm's correction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fade_core import stats
+from fade_core.claims.common import (
+    AA_ARMS,
+    AA_ID,
+    ALPHA_COL,
+    ALPHA_MAX_SHARE_AT_BOUND,
+    ALPHA_MIN_COVERAGE,
+    AT_BOUND_TOL,
+    CHECK_IDS,
+    DELTA_COL,
+    DELTA_LEFT_ONE,
+    FADE_ALPHA_LOW,
+    FADE_ALPHA_MAX,
+    FAILS,
+    INCONCLUSIVE,
+    PASSES,
+    SCHEDULE_ID,
+    Claim,
+    _arm_rows,
+    _has_arms,
+    _missing,
+    _tested,
+    _values,
+    arm_scores,
+    final_pass_at_k,
+)
+from fade_core.config import Arm
+from fade_core.stats import ALPHA, judge, seed_stats
+from fade_core.stats import compare_claim as compare
+from fade_core.stats import fmt_seeds as _fmt
+
+
+# ------------------------------------------------------------------------------------ checks
+def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX) -> dict[str, Any] | None:
+    """One FADE run's schedule against the thresholds above (None without logged alpha and delta)."""
+    a = pd.to_numeric(run[ALPHA_COL], errors="coerce").dropna().to_numpy(float) if ALPHA_COL in run else np.array([])
+    d = pd.to_numeric(run[DELTA_COL], errors="coerce").dropna().to_numpy(float) if DELTA_COL in run else np.array([])
+    if a.size == 0 or d.size == 0:
+        return None
+    cover = float((a.max() - a.min()) / (alpha_max - FADE_ALPHA_LOW))
+    share, bound = max((float(np.mean(np.abs(a - b) <= AT_BOUND_TOL)), b) for b in (FADE_ALPHA_LOW, alpha_max))
+    engaged = cover >= ALPHA_MIN_COVERAGE and share <= ALPHA_MAX_SHARE_AT_BOUND and d.min() <= DELTA_LEFT_ONE
+    text = (f"alpha {a.min():.3g}-{a.max():.3g} covers {cover:.0%} of [1, {alpha_max:g}], at {bound:g} in "
+            f"{share:.0%} of steps; delta's lowest {d.min():.3g}")
+    return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text)
+
+
+def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None = None) -> Claim:
+    """Did FADE's alpha and delta move through their ranges in every run of arm ``fade``?"""
+    statement = (f"FADE's schedule engages (study check, not a paper claim): in every run of arm fade alpha covers "
+                 f">= {ALPHA_MIN_COVERAGE:.0%} of [1, alpha_max] and sits at a bound in <= {ALPHA_MAX_SHARE_AT_BOUND:.0%} "
+                 f"of steps, and delta falls to <= {DELTA_LEFT_ONE:g}. Otherwise the FADE claims are not tested.")
+    source = "study check (issue 15: FADE ran as Power(alpha=3) with delta ~1)"
+    arm = (arms or {}).get("fade")
+    alpha_max = float((arm.params if arm is not None else {}).get("alpha_max", FADE_ALPHA_MAX))
+    rows = _arm_rows(train, "fade")
+    runs = {rid: schedule_run(run, alpha_max) for rid, run in (rows.groupby("run_id") if len(rows) else [])}
+    runs = {rid: r for rid, r in runs.items() if r is not None}
+    if not runs:
+        return _missing(SCHEDULE_ID, "fade", statement, source, "not checked: no training records of arm fade with "
+                        f"{ALPHA_COL} and {DELTA_COL} logged", summary="no logged schedule")
+    bad = [rid for rid, r in runs.items() if not r["engaged"]]
+    rs = list(runs.values())
+    summary = (f"alpha covered {min(r['coverage'] for r in rs):.0%} of [1, {alpha_max:g}] at worst and sat at a "
+               f"bound in up to {max(r['at_bound'] for r in rs):.0%} of steps; delta's lowest value was "
+               f"{max(r['delta_min'] for r in rs):.3g} in the worst run; {len(rs) - len(bad)} of {len(rs)} runs engaged")
+    meas = "; ".join(f"{rid}: {r['text']}" for rid, r in runs.items())
+    limits = (f"needs coverage >= {ALPHA_MIN_COVERAGE:.0%}, at a bound <= {ALPHA_MAX_SHARE_AT_BOUND:.0%}, "
+              f"delta <= {DELTA_LEFT_ONE:g} in every run")
+    verdict, reason = (FAILS, f"did not engage in {', '.join(bad)} ({limits})") if bad else (PASSES, f"engaged ({limits})")
+    return Claim(SCHEDULE_ID, "fade", statement, source, meas, verdict, reason, dict(runs=runs, summary=summary))
+
+
+def claim_aa_control(tables: Mapping[str, pd.DataFrame], benchmark: str | None) -> Claim:
+    """The A/A control (module docstring): rloo against asym_d1 on final pass@1, expected no difference."""
+    a, b = AA_ARMS
+    statement = (f"A/A control: {a} and {b} are the same update under AdamW (RLOO = G/(G-1) x asym_grpo(delta=1)); "
+                 "the test must detect no difference on final pass@1.")
+    source = "study control (issue 15)"
+    p1, _ = final_pass_at_k(tables, benchmark, 1)
+    absent = _has_arms(p1, [a, b])
+    x = arm_scores(tables, p1, benchmark, 1, [a, b]) if not absent else {}
+    c, _v, why, test = compare(x[a], x[b], +1, f"pass@1({a}) - pass@1({b})", (a, b)) if x else (None, "", "", {})
+    if c is None:
+        why = f"no final pass@1 of arm(s) {', '.join(absent)}" if absent else why
+        return _missing(AA_ID, "control", statement, source, f"not run: {why}")
+    meas = ", ".join(f"{x_} {_fmt(*seed_stats(_values(p1, x_, 'pass_at_k')))}" for x_ in (a, b))
+    test = {**test, "expect": 0, "p_holm": None, "family": None}
+    verdict, reason = (FAILS, "FAILS: the verdict machinery found a difference between two arms that are the same "
+                       "update") if c.p <= ALPHA else (PASSES, "passes: no difference detected at 5%")
+    reason += f" ({test['evidence']}, unadjusted, outside Holm's family)"
+    return _tested(AA_ID, "control", statement, source, "final pass@1: " + meas, verdict, reason, test)
+
+
+# ------------------------------------------------------------------------------------ all claims
+def gate_fade(claims: Sequence[Claim], schedule: Claim) -> None:
+    """Unless the schedule check passed: every FADE claim (id ``fade...``, not the check) becomes inconclusive,
+    "not tested", and leaves Holm's family (``values['tested'] = False``)."""
+    if schedule.verdict == PASSES:
+        return
+    what = "did not engage" if schedule.verdict == FAILS else "could not be checked"
+    for c in claims:
+        if c.id.startswith("fade") and c.id not in CHECK_IDS:
+            shown = c.values.get("evidence") or c.reason
+            c.verdict, c.values["tested"], c.values["p_holm"] = INCONCLUSIVE, False, None
+            c.reason = f"not tested: FADE's schedule {what} ({schedule.values.get('summary')}); measured anyway: {shown}"
+
+
+def apply_holm(claims: Sequence[Claim]) -> list[Claim]:
+    """Holm's correction over the claims with a p-value (not the checks, not the untested): each one's
+    ``p_holm`` and ``family`` set and its verdict judged again. Returns the family."""
+    family = [c for c in claims if c.id not in CHECK_IDS and c.values.get("tested", True)
+              and c.values.get("expect") in (-1, 1) and isinstance(c.values.get("p"), float)
+              and math.isfinite(c.values["p"])]
+    for c, q in zip(family, stats.holm([c.values["p"] for c in family]), strict=True):
+        c.values.update(p_holm=q, family=len(family))
+        c.verdict, c.reason = judge(c.values)
+    return family
+
