@@ -15,7 +15,9 @@ When n - c < k one factor is exactly 0 and pass@k is exactly 1. It is never a bo
 Tables (each a DuckDB table of the same name; see :data:`TABLES`):
 
     problem_stats     per (run, step, benchmark, problem): n, c, mean reward, distinct correct solutions
-    pass_at_k_problem per problem and k <= n: pass@k
+    pass_at_k_problem per problem and k <= n: pass@k; with AggregateOptions.uniform_shares also the uniform
+                      sampler's exact pass@k (run_id and method "uniform", step 0; :func:`uniform_rows`), so
+                      every table built on pass@k shows it beside the base model
     pass_at_k         mean pass@k per run, method, seed, step, benchmark, difficulty bucket ('all' = every
                       problem), with flags: too_few_samples (some problem has n < flag_n_per_k * k) and
                       incomplete (some problem has n < k and is left out)
@@ -27,8 +29,9 @@ Tables (each a DuckDB table of the same name; see :data:`TABLES`):
     fade_lead         per benchmark: how many steps earlier (mean peak step) each FADE method peaks than
                       the best static baseline (the non-FADE trained method with the highest mean peak pass@1)
     distinct_correct  per method, step, benchmark: mean number of distinct correct solutions per problem
-    comparisons       at each benchmark's last common step: every pair of methods, the difference of mean
-                      pass@k, the seed-to-seed spread sqrt(sd_a^2 + sd_b^2) and whether |diff| exceeds it
+    comparisons       at each benchmark's last step: every pair of methods, the difference of mean pass@k and
+                      each side's sd over seeds (descriptive: verdicts are the study's bootstrap tests,
+                      fade_core.stats; the old "|diff| > sqrt(sd_a^2 + sd_b^2)" rule is no test and is gone)
     runs              run_id, method, seed, advantage (the registry name), is_fade, trained
     train_steps       the training records of every run (wide, as written by the trainer)
     train_curves      the same in long form (run_id, method, seed, step, metric, value), numeric metrics only
@@ -41,7 +44,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +55,9 @@ from fade_core.runs import load_training_records
 from fade_core.store import ResultsStore, atomic_duckdb, atomic_write_bytes
 
 DEFAULT_KS = (1, 10, 100)
-UNTRAINED_METHODS = ("base", "sft", "warmstart")
+UNTRAINED_METHODS = ("base", "sft", "warmstart", "uniform")
+UNIFORM = "uniform"
+"""run_id and method of the uniform-sampler baseline's rows (:func:`uniform_rows`)."""
 
 TABLES = (
     "runs",
@@ -94,6 +99,45 @@ class AggregateOptions:
     fade_methods: Sequence[str] = ("fade",)
     untrained_methods: Sequence[str] = UNTRAINED_METHODS
     extra: dict[str, Any] = field(default_factory=dict)
+    uniform_shares: dict[str, dict[str, float]] = field(default_factory=dict)
+    """{benchmark: {problem_id: share}}: per problem, the share of candidate answers that are correct (the
+    built-in task's metadata.share_correct); each benchmark here gets the uniform sampler's exact pass@k rows."""
+
+
+def countdown_shares(problems_dir: str | Path | None) -> dict[str, dict[str, float]]:
+    """{"countdown": {problem_id: share_correct}} from <problems_dir>/countdown.parquet (empty when there is
+    no such table or no row carries a finite share)."""
+    path = Path(problems_dir) / "countdown.parquet" if problems_dir is not None else None
+    if path is None or not path.exists():
+        return {}
+    df = pd.read_parquet(path, columns=["problem_id", "metadata"])
+    out = {}
+    for pid, meta in zip(df["problem_id"], df["metadata"], strict=True):
+        try:
+            share = float((json.loads(meta) if isinstance(meta, str) else dict(meta)).get("share_correct"))
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if math.isfinite(share) and 0.0 <= share <= 1.0:
+            out[str(pid)] = share
+    return {"countdown": out} if out else {}
+
+
+def uniform_rows(problems: pd.DataFrame, shares: dict[str, dict[str, float]], ks: Sequence[int]) -> pd.DataFrame:
+    """The uniform sampler's pass_at_k_problem rows: for every evaluated problem (``problems``: benchmark,
+    problem_id, difficulty_level) that has a share, and every k, pass@k = 1 - (1 - share)^k exactly (k draws
+    with replacement among the candidates; fade_core.countdown_task.uniform_pass_at_k). run_id and method
+    :data:`UNIFORM`, seed 0, step 0, n and c null (nothing was sampled)."""
+    rows = []
+    for b, pid, level in problems[["benchmark", "problem_id", "difficulty_level"]].drop_duplicates().itertuples(
+            index=False):
+        share = shares.get(str(b), {}).get(str(pid))
+        if share is None:
+            continue
+        rows += [(UNIFORM, UNIFORM, 0, 0, b, pid, level, None, None, int(k), 1.0 - (1.0 - share) ** int(k))
+                 for k in ks]
+    cols = ["run_id", "method", "seed", "step", "benchmark", "problem_id", "difficulty_level", "n", "c", "k",
+            "pass_at_k"]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _runs_table(con: duckdb.DuckDBPyConnection, configs: dict[str, dict[str, Any]], opts: AggregateOptions) -> None:
@@ -198,6 +242,20 @@ def build_tables(
         FROM per_k WHERE num_problems > 0
         ORDER BY benchmark, bucket, k, method, seed, step"""
     )
+    if opts.uniform_shares:  # the uniform sampler beside the models, on the same problems
+        uniform_df = uniform_rows(con.execute("SELECT DISTINCT benchmark, problem_id, difficulty_level FROM "
+                                              "problem_stats").df(), opts.uniform_shares, ks)
+        if not uniform_df.empty:
+            con.execute("INSERT INTO pass_at_k_problem BY NAME SELECT * FROM uniform_df")
+            con.execute(
+                """INSERT INTO pass_at_k BY NAME
+                WITH b AS (SELECT *, difficulty_level AS bucket FROM uniform_df
+                           UNION ALL SELECT *, 'all' AS bucket FROM uniform_df)
+                SELECT run_id, method, seed, step, benchmark, bucket, k, avg(pass_at_k) AS pass_at_k,
+                       count(*) AS num_problems, count(*) AS bucket_problems, NULL::BIGINT AS min_n,
+                       false AS too_few_samples, false AS incomplete
+                FROM b GROUP BY ALL"""
+            )
     con.execute(
         """CREATE OR REPLACE TABLE pass_at_k_seeds AS
         SELECT method, step, benchmark, bucket, k,
@@ -285,10 +343,6 @@ def build_tables(
         )
         SELECT a.benchmark, a.k, a.method AS method_a, b.method AS method_b, a.step AS step_a, b.step AS step_b,
                a.mean AS mean_a, b.mean AS mean_b, a.mean - b.mean AS diff, a.std AS std_a, b.std AS std_b,
-               sqrt(a.std ^ 2 + b.std ^ 2) AS seed_spread,
-               CASE WHEN a.std IS NULL OR b.std IS NULL THEN NULL
-                    ELSE abs(a.mean - b.mean) > sqrt(a.std ^ 2 + b.std ^ 2) END AS exceeds_seed_spread,
-               (a.mean - b.mean) / nullif(sqrt(a.std ^ 2 / a.num_seeds + b.std ^ 2 / b.num_seeds), 0) AS welch_t,
                a.num_seeds AS seeds_a, b.num_seeds AS seeds_b
         FROM fin a JOIN fin b ON a.benchmark = b.benchmark AND a.k = b.k AND a.method < b.method
         ORDER BY benchmark, k, method_a, method_b"""
@@ -376,12 +430,18 @@ def aggregate(
     runs_dir: str | Path | None = "runs",
     opts: AggregateOptions | None = None,
     database: str | Path | None = None,
+    problems_dir: str | Path | None = None,
 ) -> dict[str, Path]:
     """The aggregate stage: samples of ``results_dir`` (+ training records of ``runs_dir``) -> tables.
 
     Builds every table in ``results_dir/results.duckdb`` (with a copy of the samples), atomically, and
-    exports parquet / CSV / metrics.json next to it. Raises when the store holds no samples.
+    exports parquet / CSV / metrics.json next to it. Raises when the store holds no samples. With
+    ``problems_dir`` (data/problems/) the built-in task's shares give the uniform sampler's rows
+    (:func:`countdown_shares`, unless ``opts.uniform_shares`` is already set).
     """
+    opts = opts or AggregateOptions()
+    if problems_dir is not None and not opts.uniform_shares:
+        opts = replace(opts, uniform_shares=countdown_shares(problems_dir))
     results_dir = Path(results_dir)
     store = ResultsStore(results_dir)
     if not store.part_files():

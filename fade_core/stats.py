@@ -132,6 +132,23 @@ def bootstrap_diff(
     return BootstrapDiff(diff=float(xa.mean() - xb.mean()), replicates=reps)
 
 
+def bootstrap_problems(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, n_boot: int = 4000,
+                       seed: int = 0) -> BootstrapDiff:
+    """Bootstrap of mean(a) - mean(b) over problems only, paired: ``a`` and ``b`` are one run each ([P]
+    per-problem scores on the same problems in the same order), e.g. the base model against the uniform
+    sampler (one model, one exact baseline: no seeds to resample). Deterministic by ``seed``."""
+    xa, xb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if xa.ndim != 1 or xa.shape != xb.shape or xa.size < 2:
+        raise ValueError(f"expected two [P] arrays of the same P >= 2 problems, got {xa.shape} and {xb.shape}")
+    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))):
+        raise ValueError("per-problem scores hold NaN or infinite values")
+    if n_boot < 100:
+        raise ValueError(f"n_boot must be >= 100, got {n_boot}")
+    d = xa - xb
+    idx = np.random.default_rng(seed).integers(0, d.size, size=(n_boot, d.size))
+    return BootstrapDiff(diff=float(d.mean()), replicates=d[idx].mean(axis=1))
+
+
 @dataclass(frozen=True)
 class ArmComparison:
     """Arm a against arm b: mean(a) - mean(b) with its bootstrap interval and two-sided p-value

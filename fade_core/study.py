@@ -96,7 +96,8 @@ FIGURES = (  # study_sign_axis is drawn by the study (figures/); the rest are th
     ("mass", "m_S and m_F against step"),
     ("pass_at_k_vs_step", "pass@k against step (difficulty axis, every method)"),
     ("frontier", "pass@1 / pass@k frontier, every method"),
-    ("peak_step", "Step of peak pass@1 (FADE against the best static baseline)"),
+    ("budget", "Validation pass@1 against rollouts consumed and optimizer steps (budgets: time-to-threshold)"),
+    ("peak_step", "Step of peak pass@1 (descriptive only: no verdict rests on it)"),
     ("fade_schedules", "FADE's alpha and delta schedules"),
 )
 
@@ -236,7 +237,8 @@ VERDICT_RULE = (
     "Holm's method over all the claims that produced one. A claim agrees (or disagrees) when its Holm-adjusted p "
     "is at most 0.05 and the difference has the paper's sign (or the opposite); otherwise it is inconclusive: "
     "no difference detected at family-wise 5% (which is not evidence of no difference), or data is missing, and "
-    "the reason says which. Two checks are not claims and stay out of Holm's family: the A/A control (rloo against "
+    "the reason says which. Three checks are not claims and stay out of Holm's family: the testbed's headroom (the base "
+    "model beats the uniform sampler at pass@1 and neither exceeds 0.95 at any k), the A/A control (rloo against "
     "asym_d1, the same update under AdamW) passes when no difference is detected at 5% and FAILS otherwise; "
     "FADE's schedule check passes when alpha and delta move through their ranges in every FADE run, and unless "
     "it passes every FADE claim is inconclusive, not tested.")

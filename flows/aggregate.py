@@ -23,7 +23,7 @@ def aggregate(config: fconfig.Config | None = None) -> dict[str, str]:
     cfg = config_or_params(config)
     runs_dir = cfg.train.runs_dir if Path(cfg.train.runs_dir).is_dir() else None
     written = tasks.aggregate_results(cfg.eval.results_dir, runs_dir, list(cfg.eval.ks), cfg.eval.flag_n_per_k,
-                                      pipeline=cfg.pipeline.name)
+                                      pipeline=cfg.pipeline.name, problems_dir=str(Path(cfg.data.out_dir) / "problems"))
     written["config"] = str(fconfig.save(cfg, Path(cfg.eval.results_dir) / "config.yaml"))
     return written
 

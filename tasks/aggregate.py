@@ -12,10 +12,12 @@ from fade_core import aggregate as agg
 
 @task(name="aggregate-results")
 def aggregate_results(results_dir: str, runs_dir: str | None, ks: list[int], flag_n_per_k: float,
-                      pipeline: str = "fade") -> dict[str, str]:
+                      pipeline: str = "fade", problems_dir: str | None = None) -> dict[str, str]:
     """Build results_dir/results.duckdb and its exports; return {name: path}. ``pipeline``: pipeline.name,
-    the prefix of the headline table's artifact key (tasks.artifacts)."""
-    written = agg.aggregate(results_dir, runs_dir=runs_dir, opts=agg.AggregateOptions(ks=ks, flag_n_per_k=flag_n_per_k))
+    the prefix of the headline table's artifact key (tasks.artifacts); ``problems_dir``: the prepared problem
+    tables (the built-in task's give the uniform sampler's rows)."""
+    written = agg.aggregate(results_dir, runs_dir=runs_dir, opts=agg.AggregateOptions(ks=ks, flag_n_per_k=flag_n_per_k),
+                            problems_dir=problems_dir)
     _publish(written, pipeline)
     return {k: str(v) for k, v in written.items()}
 

@@ -4,8 +4,9 @@ Every claim compares arms of the study (fade_core.study.study_arms): the differe
 95 % bootstrap confidence interval and a two-sided p-value from the same replicates
 (:func:`fade_core.stats.compare_claim`: seeds resampled per arm with Welch's small-sample law). A claim on
 pass@k pairs per-problem scores by problem (the aggregated ``pass_at_k_problem`` table); a value measured
-once per run (entropy slope, rank-1 fraction, peak step, share of prompts with signal, a run's drift
-correlation), or pass@k without that table, is resampled over seeds only. The p-values of all the claims
+once per run (entropy slope, rank-1 fraction, rollouts to a threshold, share of prompts with signal, a run's
+drift correlation), or pass@k without that table, is resampled over seeds only. "Final" is each run's last
+evaluated checkpoint (under a rollout budget runs end at different steps). The p-values of all the claims
 that produced one are corrected together with Holm's step-down method (:func:`fade_core.stats.holm`):
 
     agrees        Holm-adjusted p <= 0.05 and the difference has the paper's sign
@@ -17,8 +18,17 @@ that produced one are corrected together with Holm's step-down method (:func:`fa
 A claim computed alone (``claim_rank1_funnel(...)``) is a family of one; :func:`compute_claims` adjusts.
 A tested claim's ``values`` hold ``diff``, ``ci``, ``p``, ``p_holm`` and ``family`` (the family's size).
 
-Two rows check the study itself: verdict ``passes`` or ``FAILS`` (``inconclusive`` without their data),
+The modules: ``sign`` (entropy collapse, rank-1 funnel, entropy drift), ``difficulty`` (Power alpha),
+``fade`` (the frontier and the ablations, judged on final test pass@1 paired by problem) and ``threshold``
+(FADE against the best static baseline in rollouts to 90% of the best arm's final validation pass@1,
+from the periodic ``eval_pass1`` curves: no verdict rests on a 50-step peak), ``checks`` (below).
+
+Three rows check the study itself: verdict ``passes`` or ``FAILS`` (``inconclusive`` without their data),
 counted apart from the claims and outside Holm's family.
+
+- ``testbed_headroom``: the base model beats the uniform sampler at pass@1 (bootstrap over problems, paired,
+  95% CI above 0) and neither exceeds :data:`HEADROOM_MAX` at any evaluated k; otherwise every pass@k claim
+  measures distance from a sampler that knows nothing, and a reader must be told.
 
 - ``aa_control`` (A/A): rloo against asym_grpo(delta = 1) (arm asym_d1), final pass@1. RLOO's advantage
   is G/(G-1) times asym_grpo(delta = 1)'s, a constant scale that AdamW cancels (while the gradient clip
@@ -39,7 +49,6 @@ corrected form) with the measured ``H[t+1] - H[t]`` against :data:`MIN_PREDICTIV
 Adam updates of a token-mean loss, so ``lr`` is not eta).
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -49,6 +58,7 @@ import pandas as pd
 from fade_core.claims.checks import (
     apply_holm,
     claim_aa_control,
+    claim_headroom,
     claim_schedule_engaged,
     gate_fade,
     schedule_run,
@@ -63,6 +73,7 @@ from fade_core.claims.common import (
     ALPHA_MAX_SHARE_AT_BOUND,
     ALPHA_MIN_COVERAGE,
     AT_BOUND_TOL,
+    BASE,
     CHECK_IDS,
     COV,
     DELTA_COL,
@@ -74,6 +85,8 @@ from fade_core.claims.common import (
     FADE_ALPHA_MAX,
     FADE_ARMS,
     FAILS,
+    HEADROOM_ID,
+    HEADROOM_MAX,
     INCONCLUSIVE,
     LR,
     M_F,
@@ -84,6 +97,7 @@ from fade_core.claims.common import (
     RECORD_COLUMNS,
     SCHEDULE_ID,
     SIGN_AXIS,
+    UNIFORM,
     ZERO_VAR,
     Claim,
     _jsonable,
@@ -98,9 +112,19 @@ from fade_core.claims.common import (
 from fade_core.claims.difficulty import claims_difficulty
 from fade_core.claims.fade import best_static, claims_fade
 from fade_core.claims.sign import claim_entropy_collapse, claim_entropy_drift, claim_rank1_funnel
+from fade_core.claims.threshold import THRESHOLD_SHARE, best_static_arm, claim_time_to_threshold, time_to
 from fade_core.config import Arm
 
 __all__ = [
+    "THRESHOLD_SHARE",
+    "best_static_arm",
+    "claim_time_to_threshold",
+    "time_to",
+    "claim_headroom",
+    "BASE",
+    "HEADROOM_ID",
+    "HEADROOM_MAX",
+    "UNIFORM",
     "SIGN_AXIS",
     "DIFFICULTY_AXIS",
     "AGREES",
@@ -163,9 +187,9 @@ def compute_claims(train: pd.DataFrame, tables: Mapping[str, pd.DataFrame], *, a
     :func:`fade_core.study.load_tables`): FADE's claims gated by the schedule check, then Holm over the family."""
     train = train if train is not None else pd.DataFrame()
     schedule = claim_schedule_engaged(train, arms)
-    fade = claims_fade(tables, benchmark, arms)
+    fade = claims_fade(tables, benchmark, arms, train)
     gate_fade(fade, schedule)
-    claims = [claim_entropy_collapse(train), claim_rank1_funnel(train), claim_entropy_drift(train),
+    claims = [claim_headroom(tables, benchmark), claim_entropy_collapse(train), claim_rank1_funnel(train), claim_entropy_drift(train),
               *claims_difficulty(train, tables, benchmark), schedule, *fade, claim_aa_control(tables, benchmark)]
     apply_holm(claims)
     return claims

@@ -18,15 +18,19 @@ from fade_core.claims.common import (
     ALPHA_MAX_SHARE_AT_BOUND,
     ALPHA_MIN_COVERAGE,
     AT_BOUND_TOL,
+    BASE,
     CHECK_IDS,
     DELTA_COL,
     DELTA_LEFT_ONE,
     FADE_ALPHA_LOW,
     FADE_ALPHA_MAX,
     FAILS,
+    HEADROOM_ID,
+    HEADROOM_MAX,
     INCONCLUSIVE,
     PASSES,
     SCHEDULE_ID,
+    UNIFORM,
     Claim,
     _arm_rows,
     _has_arms,
@@ -37,7 +41,7 @@ from fade_core.claims.common import (
     final_pass_at_k,
 )
 from fade_core.config import Arm
-from fade_core.stats import ALPHA, judge, seed_stats
+from fade_core.stats import ALPHA, ci_text, judge, seed_stats
 from fade_core.stats import compare_claim as compare
 from fade_core.stats import fmt_seeds as _fmt
 
@@ -129,3 +133,49 @@ def apply_holm(claims: Sequence[Claim]) -> list[Claim]:
         c.verdict, c.reason = judge(c.values)
     return family
 
+
+
+def claim_headroom(tables: Mapping[str, pd.DataFrame], benchmark: str | None) -> Claim:
+    """The testbed check (module docstring of fade_core.claims): base against the uniform sampler at pass@1,
+    paired by problem (:func:`fade_core.stats.bootstrap_problems`), and both at or below :data:`HEADROOM_MAX`
+    at every evaluated k (bucket 'all'); the per-level values are listed."""
+    statement = (f"Testbed headroom (study check, not a paper claim): the base model beats the uniform sampler at "
+                 f"pass@1 (95% CI of the difference, paired by problem, above 0) and both stay at or below "
+                 f"{HEADROOM_MAX:g} at every evaluated k.")
+    source = "study check (issue 15: the old task's base was a uniform sampler with pass@100 ~0.97)"
+    pk, pp = tables.get("pass_at_k", pd.DataFrame()), tables.get("pass_at_k_problem", pd.DataFrame())
+    if benchmark is not None:
+        pk = pk[pk["benchmark"] == benchmark] if not pk.empty else pk
+        pp = pp[pp["benchmark"] == benchmark] if not pp.empty else pp
+    absent = _has_arms(pk, [BASE, UNIFORM])
+    if absent:
+        return _missing(HEADROOM_ID, "testbed", statement, source, f"not checked: no pass@k rows of {', '.join(absent)}"
+                        " (the uniform sampler's rows need the built-in task's problem shares)")
+    one = pp[(pp["k"] == 1) & pp["method"].isin([BASE, UNIFORM])] if not pp.empty else pp
+    wide = one.pivot_table(index="problem_id", columns="method", values="pass_at_k", aggfunc="mean").dropna() \
+        if not one.empty else pd.DataFrame()
+    if wide.shape[0] < 2 or not {BASE, UNIFORM} <= set(wide.columns):
+        return _missing(HEADROOM_ID, "testbed", statement, source, "not checked: fewer than 2 problems with both the "
+                        "base model's and the uniform sampler's pass@1")
+    boot = stats.bootstrap_problems(wide[BASE].to_numpy(), wide[UNIFORM].to_numpy())
+    ci = boot.ci()
+    means = pk[pk["method"].isin([BASE, UNIFORM])].groupby(["bucket", "k", "method"])["pass_at_k"].mean()
+    ks = sorted(int(k) for k in pk[pk["bucket"] == "all"]["k"].unique())
+    high = [k for k in ks if any(means.get(("all", k, m), 0.0) > HEADROOM_MAX for m in (BASE, UNIFORM))]
+
+    def pair(bucket: str, k: int) -> str:
+        return f"{means.get((bucket, k, BASE), math.nan):.3f} / {means.get((bucket, k, UNIFORM), math.nan):.3f}"
+
+    levels = sorted(b for b in pk["bucket"].unique() if b != "all")
+    meas = ("pass@k base / uniform: " + ", ".join(f"k={k} {pair('all', k)}" for k in ks)
+            + "".join(f"; {lv}: pass@1 {pair(lv, 1)}, pass@{ks[-1]} {pair(lv, ks[-1])}" for lv in levels)
+            + f"; pass@1 base - uniform {ci_text(boot.diff, ci)} over {wide.shape[0]} problems (paired)")
+    problems = []
+    if not ci[0] > 0:
+        problems.append("the base model is not detectably better than the uniform sampler at pass@1")
+    if high:
+        problems.append(f"pass@k above {HEADROOM_MAX:g} at k = {', '.join(str(k) for k in high)}")
+    verdict, reason = (FAILS, "; ".join(problems)) if problems else (PASSES, "headroom at every evaluated k, and "
+                                                                      "the base beats the uniform sampler")
+    return Claim(HEADROOM_ID, "testbed", statement, source, meas, verdict, reason,
+                 {"diff": boot.diff, "ci": list(ci), "p": boot.p_value(), "above_max_at_k": high})

@@ -27,8 +27,13 @@ ABLATION_FIXED_ALPHA = 2.0
 ABLATION_FIXED_DELTA = 1.0
 AA_ARMS = ("rloo", "asym_d1")
 """The A/A control's arms: the same update under AdamW (RLOO = G/(G-1) x asym_grpo(delta=1))."""
-AA_ID, SCHEDULE_ID = "aa_control", "fade_schedule_engaged"
-CHECK_IDS = (AA_ID, SCHEDULE_ID)
+AA_ID, SCHEDULE_ID, HEADROOM_ID = "aa_control", "fade_schedule_engaged", "testbed_headroom"
+CHECK_IDS = (HEADROOM_ID, AA_ID, SCHEDULE_ID)
+HEADROOM_MAX = 0.95
+"""The testbed has headroom at a k when the base model's and the uniform sampler's mean pass@k are at most
+this (issue 15: the old task's base and uniform pass@100 were ~0.97, leaving nothing to measure)."""
+BASE, UNIFORM = "base", "uniform"
+"""Method labels of the untrained base model and of the uniform-sampler rows (fade_core.aggregate)."""
 
 MIN_PREDICTIVE_R = 0.3
 """The drift prediction "predicts" the measured entropy change when the mean per-run Pearson r is
@@ -133,13 +138,11 @@ def final_pass_at_k(tables: Mapping[str, pd.DataFrame], benchmark: str | None, k
         pk = pk[pk["benchmark"] == benchmark]
     if pk.empty:
         return pk, None
-    # every trained run at the same step: the last step that every trained run has reached (each run's latest
-    # step <= it), so a run still in progress is not compared at step 100 with another at step 300. The base
-    # model (evaluated at step 0 only) keeps its step-0 rows and does not pull the common step down to 0.
-    last = pk.groupby("run_id")["step"].max()
-    trained = last[last > 0]
-    common = trained.min() if not trained.empty else 0
-    upto = pk[(pk["step"] <= common) | ~pk["run_id"].isin(trained.index)]
+    # each run at its own last evaluated step: under a rollout budget (train.max_rollouts) runs end at
+    # different steps by design (dapo, codapo sample more per step), so a common step would compare them
+    # before their budget was spent. The claims are computed after every run finished (fade study run); a
+    # study stopped half-way is not to be judged (its partial runs would be read at their last checkpoint).
+    upto = pk
     fin = upto[upto["step"] == upto.groupby("run_id")["step"].transform("max")]
     if k is None:
         k = int(fin.groupby("run_id")["k"].max().min())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import pandas as pd
@@ -17,6 +16,7 @@ from fade_core.claims.common import (
     arm_scores,
     final_pass_at_k,
 )
+from fade_core.claims.threshold import UNTRAINED, best_static_arm, claim_time_to_threshold
 from fade_core.config import Arm
 from fade_core.stats import ci_text, fmt_p, judge, seed_stats
 from fade_core.stats import compare_claim as compare
@@ -25,61 +25,47 @@ from fade_core.stats import fmt_seeds as _fmt
 
 # ------------------------------------------------------------------------------------ FADE
 def best_static(peak: pd.DataFrame, fade_labels: Iterable[str]) -> str | None:
-    """The non-FADE trained arm with the highest mean peak pass@1 (None without one)."""
-    static = peak[~peak["method"].isin(set(fade_labels) | {"base", "sft", "warmstart"})]
+    """The non-FADE trained arm with the highest mean peak pass@1 (None without one): the report's reading;
+    no verdict rests on it (the claims use :func:`fade_core.claims.threshold.best_static_arm`)."""
+    static = peak[~peak["method"].isin(set(fade_labels) | set(UNTRAINED))]
     return None if static.empty else str(static.groupby("method")["peak_pass_at_1"].mean().idxmax())
 
 
+def _best_by_final_test(tables: Mapping[str, pd.DataFrame], benchmark: str | None, fade_labels: Iterable[str]
+                        ) -> str | None:
+    p1, _ = final_pass_at_k(tables, benchmark, 1)
+    static = p1[~p1["method"].isin(set(fade_labels) | set(UNTRAINED))] if not p1.empty else p1
+    return None if static.empty else str(static.groupby("method")["pass_at_k"].mean().idxmax())
+
+
 def claims_fade(tables: Mapping[str, pd.DataFrame], benchmark: str | None,
-                arms: Mapping[str, Arm] | None = None) -> list[Claim]:
-    """FADE against the best static baseline (steps to peak pass@1, the pass@1 / pass@k frontier) and
-    FADE against its ablations (peak pass@1). Not gated here by the schedule check (:func:`compute_claims`)."""
+                arms: Mapping[str, Arm] | None = None, train: pd.DataFrame | None = None) -> list[Claim]:
+    """FADE against the best static baseline (rollouts to a pass@1 threshold: :mod:`fade_core.claims.threshold`;
+    the pass@1 / pass@k frontier) and against its ablations (final test pass@1, paired by problem). The best
+    static baseline is the one of the validation curves (the frontier's too; by final test pass@1 when no
+    curve was logged). Not gated here by the schedule check (:func:`compute_claims`)."""
     axis = "fade"
     fade_labels = [x for x, a in (arms or {}).items() if a.method == "fade"] or list(FADE_ARMS)
-    peak = tables.get("peak", pd.DataFrame())
-    if not peak.empty and benchmark is not None:
-        peak = peak[peak["benchmark"] == benchmark]
-    out: list[Claim] = []
-    s_peak = ("FADE reaches its peak pass@1 earlier than the best static baseline (paper: ~20k steps earlier at 7B, "
-              "~2k at 32B).")
+    train = train if train is not None else pd.DataFrame()
+    out: list[Claim] = [claim_time_to_threshold(train, fade_labels)]
     s_front = "FADE improves pass@1 and pass@k together against the best static baseline (the frontier moves out)."
-    base = best_static(peak, fade_labels) if not peak.empty and "fade" in set(peak["method"]) else None
+    base = best_static_arm(train, fade_labels) or _best_by_final_test(tables, benchmark, fade_labels)
     if base is None:
-        why = ("no peak pass@1 table" if peak.empty else "no evaluated FADE run" if "fade" not in set(peak["method"])
-               else "no evaluated static baseline")
-        out += [_missing("fade_peak_step", axis, s_peak, "paper", why), _missing("fade_frontier", axis, s_front, "paper", why)]
+        out.append(_missing("fade_frontier", axis, s_front, "paper", "no evaluated static baseline"))
     else:
-        f_steps, b_steps = _values(peak, "fade", "peak_step"), _values(peak, base, "peak_step")
-        _c, verdict, reason, test = compare(b_steps, f_steps, +1, f"peak step({base}) - peak step(fade)", (base, "fade"))
-        f_top, b_top = _values(peak, "fade", "peak_pass_at_1"), _values(peak, base, "peak_pass_at_1")
-        _ct, _v, _r, top = compare(f_top, b_top, +1, "peak pass@1 diff", ("fade", base))
-        if test and top and top["ci"][1] < 0:
-            test["veto"] = (f"fade's peak pass@1 is lower ({ci_text(top['diff'], top['ci'])}): an earlier, lower "
-                            "peak is not the paper's claim")
-        unpeaked = [int(s) for s, f in zip(_values(peak, base, "peak_step"), _values(peak, base, "final_step"),
-                                           strict=True) if s == f] if "final_step" in peak.columns else []
-        if unpeaked and test:
-            test["note"] = (f"; {base} peaked at its last evaluated step in {len(unpeaked)} seed(s), so its peak step "
-                            "is a lower bound and the lead may be larger")
-        if test:
-            verdict, reason = judge(test)
-        meas = (f"peak step: fade {_fmt(*seed_stats(f_steps))}, best static {base} {_fmt(*seed_stats(b_steps))}; "
-                f"peak pass@1 fade {_fmt(*seed_stats(f_top))}, {base} {_fmt(*seed_stats(b_top))}"
-                + (f"; peak pass@1 difference {ci_text(top['diff'], top['ci'])}" if top else ""))
-        out.append(_tested("fade_peak_step", axis, s_peak, "paper", meas, verdict, reason, test, baseline=base,
-                           fade=f_steps, baseline_steps=b_steps, steps_earlier=test.get("diff", math.nan),
-                           peak_pass1_diff=top.get("diff", math.nan)))
         out.append(_frontier_claim(tables, benchmark, base, s_front))
+    p1, _ = final_pass_at_k(tables, benchmark, 1)
     for label, what in (("fade_fixed_alpha", "difficulty schedule (alpha)"),
                         ("fade_fixed_delta", "entropy schedule (delta)")):
         cid = f"fade_vs_{label.removeprefix('fade_')}"
-        statement = f"FADE's {what} helps: FADE's peak pass@1 beats the ablation {label}."
-        if peak.empty or not {"fade", label} <= set(peak["method"]):
+        statement = f"FADE's {what} helps: FADE's final pass@1 beats the ablation {label}."
+        if p1.empty or not {"fade", label} <= set(p1["method"]):
             out.append(_missing(cid, axis, statement, "paper (ablation)", f"no evaluated runs of fade and {label}"))
             continue
-        f, a = _values(peak, "fade", "peak_pass_at_1"), _values(peak, label, "peak_pass_at_1")
-        _c, verdict, reason, test = compare(f, a, +1, f"peak pass@1(fade) - peak pass@1({label})", ("fade", label))
-        meas = f"peak pass@1: fade {_fmt(*seed_stats(f))}, {label} {_fmt(*seed_stats(a))}"
+        x = arm_scores(tables, p1, benchmark, 1, ["fade", label])
+        _c, verdict, reason, test = compare(x["fade"], x[label], +1, f"pass@1(fade) - pass@1({label})", ("fade", label))
+        f, a = _values(p1, "fade", "pass_at_k"), _values(p1, label, "pass_at_k")
+        meas = f"final test pass@1: fade {_fmt(*seed_stats(f))}, {label} {_fmt(*seed_stats(a))}"
         out.append(_tested(cid, axis, statement, "paper (ablation)", meas, verdict, reason, test, fade=f, **{label: a}))
     return out
 

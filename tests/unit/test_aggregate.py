@@ -150,15 +150,12 @@ def test_seed_stats_peak_frontier_and_fade_lead(tmp_path):
                  & ((fr.pass_at_1 > p.pass_at_1) | (fr.pass_at_k > p.pass_at_k))]
         assert dom.empty
     assert not fr[~fr.pareto].empty
-    # comparisons at the last step: fade (0.55, 0.6) vs grpo (0.5, 0.6): diff 0.025, within the seed spread
-    cmp_ = con.execute("SELECT diff, seed_spread, exceeds_seed_spread FROM comparisons WHERE k=1 AND "
+    # comparisons at the last step: fade (0.55, 0.6) vs grpo (0.5, 0.6): diff 0.025 and each side's sd, no verdict
+    cmp_ = con.execute("SELECT diff, std_a, std_b FROM comparisons WHERE k=1 AND "
                        "method_a='fade' AND method_b='grpo'").fetchone()
-    assert cmp_[0] == pytest.approx(0.025) and cmp_[2] is False
-    sd = np.sqrt(np.var([0.55, 0.6], ddof=1) + np.var([0.5, 0.6], ddof=1))
-    assert cmp_[1] == pytest.approx(sd)
-    one_seed = con.execute("SELECT exceeds_seed_spread FROM comparisons WHERE method_a='dr_grpo' AND method_b='fade' "
-                           "AND k=1").fetchone()
-    assert one_seed[0] is None  # one seed: the spread is unknown, so is the verdict
+    assert cmp_[0] == pytest.approx(0.025) and cmp_[1] == pytest.approx(np.std([0.55, 0.6], ddof=1))
+    cols = {r[0] for r in con.execute("DESCRIBE comparisons").fetchall()}
+    assert not cols & {"seed_spread", "exceeds_seed_spread"}  # the old non-test rule is gone
     m = agg.headline_metrics(con)
     assert m["countdown"]["fade"]["pass@1"] == pytest.approx(0.575)
     assert m["countdown"]["fade"]["steps_earlier_than_baseline"] == 20.0
@@ -201,3 +198,39 @@ def test_training_records_and_export(tmp_path):
 def test_aggregate_empty_store_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="fade evaluate"):
         agg.aggregate(tmp_path / "results", runs_dir=None)
+
+
+def test_uniform_sampler_rows_are_exact_and_never_a_baseline(tmp_path):
+    """The uniform sampler's rows: 1 - (1 - share)^k per evaluated problem and its means per bucket; problems
+    without a share (absent, NaN metadata, non-countdown) get none; it is untrained, so never the best static."""
+    import json as _json
+
+    problems = pd.DataFrame({
+        "problem_id": ["p0", "p1", "p2", "p3", "p9"],
+        "metadata": [_json.dumps({"share_correct": 0.1}), _json.dumps({"share_correct": 0.0}),
+                     _json.dumps({"share_correct": 0.5}), None, _json.dumps({"share_correct": 0.3})],
+    })
+    (tmp_path / "problems").mkdir()
+    problems.to_parquet(tmp_path / "problems" / "countdown.parquet")
+    shares = agg.countdown_shares(tmp_path / "problems")
+    assert shares == {"countdown": {"p0": 0.1, "p1": 0.0, "p2": 0.5, "p9": 0.3}}
+    assert agg.countdown_shares(tmp_path / "nowhere") == {}
+    spec = {("base", 0): {0: [(8, 1), (8, 0), (8, 4), (8, 2)]}, ("grpo", 0): {10: [(8, 2), (8, 0), (8, 5), (8, 3)]}}
+    store = ResultsStore(tmp_path / "eval")
+    for f in synth_samples(spec):
+        store.write(f.assign(run_id=f.run_id.where(f.method != "base", "base")))
+    con = store.connect()
+    agg.build_tables(con, opts=agg.AggregateOptions(ks=(1, 4), uniform_shares=shares))
+    pp = con.execute("SELECT problem_id, k, pass_at_k FROM pass_at_k_problem WHERE method = 'uniform' "
+                     "ORDER BY problem_id, k").fetchall()
+    # p3 has no share; p9 was not evaluated: neither gets a row
+    want = [(p, k, 1 - (1 - s) ** k) for p, s in (("p0", 0.1), ("p1", 0.0), ("p2", 0.5)) for k in (1, 4)]
+    assert [(p, k) for p, k, _ in pp] == [(p, k) for p, k, _ in want]
+    assert all(v == pytest.approx(w) for (_, _, v), (_, _, w) in zip(pp, want, strict=True))
+    rows = dict(con.execute("SELECT bucket, pass_at_k FROM pass_at_k WHERE method = 'uniform' AND k = 4").fetchall())
+    assert rows["all"] == pytest.approx(np.mean([1 - 0.9 ** 4, 0.0, 1 - 0.5 ** 4]))
+    assert rows["easy"] == pytest.approx(np.mean([1 - 0.9 ** 4, 1 - 0.5 ** 4]))  # p0, p2 are the easy ones
+    seeds = con.execute("SELECT mean FROM pass_at_k_seeds WHERE method = 'uniform' AND bucket = 'all' AND k = 1").fetchone()
+    assert seeds[0] == pytest.approx(np.mean([0.1, 0.0, 0.5]))
+    lead_baselines = {r[0] for r in con.execute("SELECT baseline FROM fade_lead").fetchall()}
+    assert "uniform" not in lead_baselines and "uniform" in agg.UNTRAINED_METHODS
