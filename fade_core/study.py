@@ -165,7 +165,43 @@ def study_from_results(runs_dir: str | Path, results_db: str | Path, *, arms: Ma
     claims = compute_claims(train, load_tables(results_db), arms=arms, benchmark=benchmark)
     fig = fig_sign_axis(train)
     paths = save_figure(fig, Path(fig_dir) / "study_sign_axis", formats) if fig is not None else {}
+    budget = fig_budget(train)
+    if budget is not None:
+        save_figure(budget, Path(fig_dir) / "budget", formats)
     return claims, paths
+
+
+def fig_budget(train: pd.DataFrame) -> Any:
+    """Validation pass@1 (eval_pass1) against cumulative rollouts and against cumulative optimizer steps, one
+    line per arm (mean over its runs at each evaluation; seeds faint): budgets in what methods consume, not
+    steps. None without eval_pass1 in the records."""
+    from fade_core.claims.threshold import run_curve
+
+    if train.empty or "eval_pass1" not in train.columns or not pd.to_numeric(train["eval_pass1"], errors="coerce").notna().any():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
+    cmap = plt.get_cmap("tab20")
+    for i, (label, rows) in enumerate(train.groupby("method", sort=True)):
+        curves = [run_curve(r) for _, r in rows.groupby("run_id")]
+        curves = [c for c in curves if len(c)]
+        if not curves:
+            continue
+        for ax, x in ((axes[0], "rollouts_cum"), (axes[1], "opt_cum")):
+            for c in curves:
+                ax.plot(c[x], c["eval_pass1"], color=cmap(i % 20), alpha=0.15, lw=0.7)
+            mean = pd.concat(curves).groupby("step")[[x, "eval_pass1"]].mean()
+            ax.plot(mean[x], mean["eval_pass1"], color=cmap(i % 20), lw=1.4, label=str(label))
+    axes[0].set_xlabel("rollouts sampled (cumulative)")
+    axes[1].set_xlabel("optimizer steps (cumulative)")
+    axes[0].set_ylabel("validation pass@1 (periodic)")
+    axes[1].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return fig
 
 
 # ======================================================================================== figure

@@ -369,3 +369,17 @@ def test_final_pass_at_k_ignores_the_step_0_base_model_for_the_common_step():
         pk[(pk["method"] == "power_a3") & (pk["step"] == 20) & (pk["k"] == 1) & (pk["bucket"] == "all")]["pass_at_k"].tolist())
     claims = {c.id: c for c in cl.claims_difficulty(pd.DataFrame(), {"pass_at_k": pd.concat([pk, base])}, "countdown")}
     assert claims["difficulty_passk_a3"].verdict == cl.AGREES, claims["difficulty_passk_a3"].reason
+
+
+def test_budget_figure_plots_validation_pass1_against_rollouts(tmp_path):
+    assert st.fig_budget(_runs("rloo", [0])) is None  # no eval_pass1 logged: nothing to draw
+    rows = [dict(run_id=f"{m}-s{s}-0000abcd", method=m, seed=s, step=t, rollouts=r, optimizer_steps=2,
+                 eval_pass1=0.1 + t / 1000 if t % 10 == 0 else math.nan)
+            for m, r in (("fade", 512), ("codapo", 1024)) for s in (0, 1) for t in range(1, 41)]
+    fig = st.fig_budget(pd.DataFrame(rows))
+    lines = {ln.get_label(): ln for ln in fig.axes[0].lines if not ln.get_label().startswith("_")}
+    assert set(lines) == {"fade", "codapo"}
+    # codapo samples twice as much a step: its curve ends at twice the rollouts
+    assert lines["codapo"].get_xdata()[-1] == 2 * lines["fade"].get_xdata()[-1] == 2 * 40 * 512
+    paths = st.save_figure(fig, tmp_path / "budget", ["png"])
+    assert paths["png"].stat().st_size > 5_000
