@@ -399,6 +399,8 @@ def make_figures(con: duckdb.DuckDBPyConnection, out_dir: str | Path, formats: S
     methods = set(runs.method) if not runs.empty else set()
     logged = table(con, "SELECT DISTINCT method FROM train_curves")
     methods |= set(logged.method) if not logged.empty else set()
+    evaluated = table(con, "SELECT DISTINCT method FROM pass_at_k")  # the uniform sampler's rows have no run
+    methods |= set(evaluated.method) if not evaluated.empty else set()
     colors = method_colors(methods, fade)
     details: dict[str, Any] = {"missing": [], "constant": {}, "window": 1}
 

@@ -230,7 +230,10 @@ def render(c: PageContent) -> str:
     parts.append(f"<p class='note'>{e(c.ci_note)} pass@k is the unbiased estimator 1 - C(n-c,k)/C(n,k) per "
                  "problem (n samples, c correct), averaged over problems; never max-over-n. † marks pass@k estimated "
                  f"from n &lt; 2k samples on some problem (too few for a stable estimate); {c.flagged} per-run pass@k "
-                 "values carry that flag.</p>")
+                 "values carry that flag."
+                 + (" <b>uniform</b> is no model: a sampler that picks uniformly among a countdown problem's candidate "
+                    "expressions, its pass@k exact (1 - (1 - share correct)^k), the floor a model has to beat."
+                    if not c.headline.empty and "uniform" in set(c.headline["method"]) else "") + "</p>")
     parts.append("<h3>How early FADE peaks, against the best static baseline</h3>")
     parts.append(html_table(c.lead, text_columns=["benchmark", "FADE method", "best static baseline", "CI over"],
                             empty="No FADE run, or no trained static baseline."))

@@ -68,11 +68,13 @@ def fmt_p(p: float | None) -> str:
 # --------------------------------------------------------------------------------- per-problem scores
 def final_scores(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Per-problem pass@k of every run at its method's last evaluated step (per benchmark), with the run's
-    ``trained`` flag: columns benchmark, method, trained, seed, step, problem_id, k, pass_at_k."""
+    ``trained`` flag (false for rows without a run: the uniform sampler's): columns benchmark, method, trained,
+    seed, step, problem_id, k, pass_at_k."""
     return table(con, """
         WITH last AS (SELECT benchmark, method, max(step) AS step FROM pass_at_k_problem GROUP BY ALL)
-        SELECT p.benchmark, p.method, r.trained, p.seed, p.step, p.problem_id, p.k, p.pass_at_k
-        FROM pass_at_k_problem p JOIN last l USING (benchmark, method, step) JOIN runs r USING (run_id)
+        SELECT p.benchmark, p.method, coalesce(r.trained, false) AS trained, p.seed, p.step, p.problem_id, p.k,
+               p.pass_at_k
+        FROM pass_at_k_problem p JOIN last l USING (benchmark, method, step) LEFT JOIN runs r USING (run_id)
         ORDER BY p.benchmark, p.method, p.k, p.seed, p.problem_id""")
 
 
