@@ -314,7 +314,6 @@ def build_tables(
                s.mean_peak_step - f.mean_peak_step AS steps_earlier,
                f.mean_peak_pass_at_1 AS fade_peak_pass_at_1, s.mean_peak_pass_at_1 AS baseline_peak_pass_at_1,
                f.mean_peak_pass_at_1 - s.mean_peak_pass_at_1 AS peak_gain,
-               sqrt(coalesce(f.std_peak_step, 0) ^ 2 + coalesce(s.std_peak_step, 0) ^ 2) AS steps_seed_spread,
                f.num_seeds AS fade_seeds, s.num_seeds AS baseline_seeds
         FROM peak_by_method f JOIN best_static b USING (benchmark)
         JOIN peak_by_method s ON s.benchmark = b.benchmark AND s.method = b.baseline

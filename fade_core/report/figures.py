@@ -51,7 +51,8 @@ FIGURES = (
     ("rank1_fraction", "Rank-1 fraction of the output head's update against step"),
     ("pass_at_k_vs_step", "pass@k against training step, per method"),
     ("frontier", "Accuracy-diversity frontier: pass@1 against pass@k"),
-    ("peak_step", "Step of peak pass@1 per method (FADE against the best static baseline)"),
+    ("peak_step", "Step of peak pass@1 per method, on the evaluated checkpoints (descriptive: checkpoint "
+                  "resolution; the study judges FADE's speed in rollouts to a threshold)"),
     ("distinct_correct", "Distinct correct solutions per problem against step"),
     ("atlas", "The arms' expected gradient-mass profiles over the solve rate p (the FADE paper's atlas)"),
 )

@@ -234,7 +234,8 @@ def render(c: PageContent) -> str:
                  + (" <b>uniform</b> is no model: a sampler that picks uniformly among a countdown problem's candidate "
                     "expressions, its pass@k exact (1 - (1 - share correct)^k), the floor a model has to beat."
                     if not c.headline.empty and "uniform" in set(c.headline["method"]) else "") + "</p>")
-    parts.append("<h3>How early FADE peaks, against the best static baseline</h3>")
+    parts.append("<h3>How early FADE peaks, against the best static baseline (descriptive: peaks on the evaluated "
+                 "checkpoints; the study judges speed in rollouts to a threshold)</h3>")
     parts.append(html_table(c.lead, text_columns=["benchmark", "FADE method", "best static baseline", "CI over"],
                             empty="No FADE run, or no trained static baseline."))
     if not c.lead.empty:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from fade_core import countdown_task
@@ -143,3 +144,24 @@ def test_level_sizes_sum_and_reject_bad_shares():
         countdown_task.level_sizes(10, [0.0, 0.0])
     with pytest.raises(ValueError, match="unknown split"):
         countdown_task.generate_splits(LEVELS, {"dev": 3})
+
+
+def test_default_testbed_leaves_headroom_for_the_uniform_sampler_at_every_level():
+    """The default levels (config.CountdownData): harder levels have smaller shares of correct candidates, and
+    the uniform sampler stays clearly below 1 at pass@128 on the default test split (the old 3-number task
+    gave ~0.98: no headroom at large k)."""
+    from fade_core import config
+    from fade_core.data.countdown import parse_levels
+
+    cd = config.load(None, []).data.countdown
+    test = countdown_task.generate_splits(parse_levels(cd.levels), {"test": cd.num_test}, min_solutions=cd.min_solutions,
+                                          seed=cd.seed)["test"]
+    by_level = {lv: np.array([p.difficulty for p in test if p.level == lv]) for lv in ("easy", "medium", "hard")}
+    assert all(len(v) >= 60 for v in by_level.values())
+    share = {lv: float(v.mean()) for lv, v in by_level.items()}
+    assert share["easy"] > 3 * max(share["medium"], share["hard"]) and min(share.values()) > 0
+    u128 = {lv: float(np.mean(countdown_task.uniform_pass_at_k(v, 128))) for lv, v in by_level.items()}
+    # medium and hard have similar mean shares, but hard's are spread thinner: it is harder at large k
+    assert u128["easy"] > 0.9 > 0.75 > u128["medium"] > u128["hard"], u128
+    overall = float(np.mean(countdown_task.uniform_pass_at_k(np.concatenate(list(by_level.values())), 128)))
+    assert overall < 0.8
