@@ -169,8 +169,9 @@ def markdown_table(choices: Mapping[str, LrChoice]) -> str:
         for lr in lrs:
             s = c.scores.get(lr, math.nan)
             text = f"{s:.3f}" if math.isfinite(s) else "–"
-            cells.append(f"**{text}**" if c.lr is not None and lr == c.lr else text)
-        rows.append(f"| {c.arm} | " + " | ".join(cells) + f" | {'–' if c.lr is None else f'{c.lr:g}'} |")
+            cells.append(f"**{text}**" if c.lr is not None and lr == c.lr and math.isfinite(s) else text)
+        chosen = "–" if c.lr is None else f"{c.lr:g}" + ("" if c.scores else f" ({c.reason})")
+        rows.append(f"| {c.arm} | " + " | ".join(cells) + f" | {chosen} |")
     return "\n".join(rows)
 
 
@@ -185,10 +186,10 @@ def fig_sensitivity(choices: Mapping[str, LrChoice]) -> Any:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     cmap = plt.get_cmap("tab20")
-    for i, c in enumerate(choices.values()):
+    for i, c in enumerate(c for c in choices.values() if c.scores):  # a tied arm (not swept) has no curve
         xs = sorted(c.scores)
         ax.plot(xs, [c.scores[x] for x in xs], "-o", ms=3, lw=1, color=cmap(i % 20), label=c.arm)
-        if c.lr is not None:
+        if c.lr is not None and c.lr in c.scores:
             ax.plot([c.lr], [c.scores[c.lr]], "o", ms=9, mfc="none", color=cmap(i % 20))
     ax.set_xscale("log")
     ax.set_xlabel("learning rate (AdamW)")

@@ -90,6 +90,9 @@ def test_a_tied_arm_is_not_swept_and_takes_its_partners_rate(tmp_path) -> None:
     train = _records({"a__lr0p001": [0.3] * 3, "a__lr0p003": [0.1] * 3})
     got = lr_sweep.choose(train, ["rloo", "a"], (1e-3, 3e-3), tied={"rloo": "a"})
     assert list(got) == ["rloo", "a"] and got["rloo"].lr == got["a"].lr == 1e-3 and "a's rate" in got["rloo"].reason
+    fig = lr_sweep.fig_sensitivity(got)  # the tied arm has no curve of its own: drawn without it
+    assert [ln.get_label() for ln in fig.axes[0].lines if not ln.get_label().startswith("_")] == ["a"]
+    assert "| rloo | – | – | 0.001 (not swept: runs at a's rate (the same update)) |" in lr_sweep.markdown_table(got)
     with pytest.raises(ValueError, match="rloo -> b"):
         lr_sweep.choose(train, ["rloo", "a"], (1e-3,), tied={"rloo": "b"})
     placed = plan.place_outputs(config.load(None, ["train.eval_every=10",
