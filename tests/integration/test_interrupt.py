@@ -54,7 +54,7 @@ def test_fade_run_under_load_stops_on_ctrl_c_and_the_rerun_finishes(tmp_path):
     env.pop("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")  # fade's own bound, not Prefect's, applies
     env["FADE_LOG_DIR"] = str(tmp_path / "logs")
     params = tmp_path / "params.yaml"
-    sets = MICRO + ["train.steps=4", "train.checkpoint_every=2", "pipeline.name=micro", "pipeline.workers=1",
+    sets = MICRO + ["train.steps=12", "train.checkpoint_every=6", "pipeline.name=micro", "pipeline.workers=1",
                     "pipeline.arms={grpo: {method: grpo}}"]  # one run on one Dask worker: lean, still a fan-out
     subprocess.run([str(BIN / "fade"), "params", "--params", "/dev/null", "--write", str(params),
                     *sum((["--set", s] for s in sets), [])], cwd=tmp_path, env=env, check=True, timeout=300)
@@ -67,7 +67,7 @@ def test_fade_run_under_load_stops_on_ctrl_c_and_the_rerun_finishes(tmp_path):
             proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         try:
-            _wait_for(lambda: any(root.glob("runs/*/*/checkpoints/step-2/SHA256SUMS")), 600, proc, log)
+            _wait_for(lambda: any(root.glob("runs/*/*/checkpoints/step-6/SHA256SUMS")), 600, proc, log)
             tree = psutil.Process(proc.pid).children(recursive=True)
             servers = [p for p in _alive(tree) if "uvicorn" in " ".join(p.cmdline())]
             assert len(servers) == 1, [p.cmdline() for p in servers]  # one API for the run and its workers
@@ -102,11 +102,11 @@ def test_fade_run_under_load_stops_on_ctrl_c_and_the_rerun_finishes(tmp_path):
     assert "is current (same inputs, checksums verify): not redone" in rerun.stdout + rerun.stderr
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # warm start and finished checkpoints kept
     assert (root / "reports" / "default" / "index.html").is_file()
-    assert len(list(root.glob("runs/*/*/checkpoints/step-4"))) == 1
+    assert len(list(root.glob("runs/*/*/checkpoints/step-12"))) == 1
     assert f"report: {root / 'reports' / 'default' / 'index.html'}" in rerun.stdout + rerun.stderr
     assert (root / "reports" / "default" / "index.html").stat().st_size > 10_000
     assert "grpo" in json.loads((root / "eval" / "metrics.json").read_text())["countdown"]
-    # the base and both checkpoints (steps 2 and 4) evaluated once each, 4 problems x 4 samples, though the
+    # the base and both checkpoints (steps 6 and 12) evaluated once each, 4 problems x 4 samples, though the
     # first run was stopped part-way and the rerun skipped what it had stored
     con = duckdb.connect(str(root / "eval" / "results.duckdb"), read_only=True)
     counts = dict(con.execute("SELECT run_id, count(*) FROM samples GROUP BY run_id").fetchall())

@@ -25,15 +25,16 @@ def test_committed_study_params_are_current(tmp_path):
     assert out.read_text().split("\n", 2)[2] == committed.split("\n", 2)[2], (
         "study/params.yaml is stale: run `fade study params --write study/params.yaml`")
     cfg = config.load(ROOT / "study" / "params.yaml")
-    assert list(cfg.pipeline.arms) == list(study.study_arms())
-    assert len(cfg.pipeline.seeds) >= 3 and cfg.eval.n_samples >= 128 and cfg.report.study
+    assert list(cfg.pipeline.arms) == list(study.DEFAULT_ARMS)
+    assert len(cfg.pipeline.seeds) >= 5 and cfg.eval.n_samples >= 128 and cfg.report.study
+    assert cfg.train.max_rollouts == cfg.train.steps * cfg.train.prompts_per_step * cfg.train.group_size
 
 
 def test_study_dvc_group_has_every_arm(tmp_path):
     """The committed group, as DVC reads it: a train and an evaluate stage per study arm, then `claims`."""
     env = _env(tmp_path)
     names = _run([str(BIN / "dvc"), "stage", "list", "--name-only", "study/dvc.yaml"], ROOT, env).split()
-    arms = list(study.study_arms())
+    arms = list(study.DEFAULT_ARMS)
     expected = {f"study/dvc.yaml:{s}" for s in ("prepare", "warmstart", "evaluate_base", "aggregate", "report",
                                                  "claims")}
     expected |= {f"study/dvc.yaml:{s}@{a}" for s in ("train", "evaluate") for a in arms}
@@ -64,7 +65,7 @@ def test_dvc_repro_of_the_study_group_on_a_micro_budget(tmp_path, prefect_api):
     assert {"study/dvc.yaml:claims", "study/dvc.yaml:train@asym_d0_5", "study/dvc.yaml:train@asym_d2"} <= ran
     root = repo / "study"
     claims = json.loads((root / "claims.json").read_text())
-    assert [c["id"] for c in claims["claims"]][:3] == ["sign_entropy", "sign_rank1", "sign_drift"]
+    assert [c["id"] for c in claims["claims"]][:4] == ["testbed_headroom", "sign_entropy", "sign_rank1", "sign_drift"]
     assert len(next(c for c in claims["claims"] if c["id"] == "sign_entropy")["values"]["slopes"]["asym_d2"]) == 1
     md = (root / "STUDY.md").read_text()
     assert "dvc repro study/dvc.yaml" in md and "not measured" in md
