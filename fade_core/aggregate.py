@@ -245,6 +245,11 @@ def build_tables(
     if opts.uniform_shares:  # the uniform sampler beside the models, on the same problems
         uniform_df = uniform_rows(con.execute("SELECT DISTINCT benchmark, problem_id, difficulty_level FROM "
                                               "problem_stats").df(), opts.uniform_shares, ks)
+        # only the k the models have (k <= their largest n): a pass@k column of the uniform sampler alone
+        # would be read as a comparison that was never made
+        max_n = dict(con.execute("SELECT benchmark, max(n) FROM problem_stats GROUP BY benchmark").fetchall())
+        if not uniform_df.empty:
+            uniform_df = uniform_df[uniform_df["k"] <= uniform_df["benchmark"].map(max_n)]
         if not uniform_df.empty:
             con.execute("INSERT INTO pass_at_k_problem BY NAME SELECT * FROM uniform_df")
             con.execute(

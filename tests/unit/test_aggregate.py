@@ -220,7 +220,9 @@ def test_uniform_sampler_rows_are_exact_and_never_a_baseline(tmp_path):
     for f in synth_samples(spec):
         store.write(f.assign(run_id=f.run_id.where(f.method != "base", "base")))
     con = store.connect()
-    agg.build_tables(con, opts=agg.AggregateOptions(ks=(1, 4), uniform_shares=shares))
+    agg.build_tables(con, opts=agg.AggregateOptions(ks=(1, 4, 16), uniform_shares=shares))
+    # n = 8 samples: no model has pass@16, so neither has the uniform sampler
+    assert con.execute("SELECT count(*) FROM pass_at_k WHERE k = 16").fetchone()[0] == 0
     pp = con.execute("SELECT problem_id, k, pass_at_k FROM pass_at_k_problem WHERE method = 'uniform' "
                      "ORDER BY problem_id, k").fetchall()
     # p3 has no share; p9 was not evaluated: neither gets a row
