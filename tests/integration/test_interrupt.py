@@ -64,8 +64,11 @@ def test_fade_run_under_load_stops_on_ctrl_c_and_the_rerun_finishes(tmp_path):
     try:
         log = tmp_path / "first.log"
         with log.open("w") as out:
+            # SIGINT as a terminal's foreground process has it: a test run from a background job (CI scripts,
+            # `cmd &`) inherits SIGINT ignored, and the child would never see the Ctrl-C this test sends
             proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             _wait_for(lambda: any(root.glob("runs/*/*/checkpoints/step-6/SHA256SUMS")), 600, proc, log)
             tree = psutil.Process(proc.pid).children(recursive=True)
