@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fade_core.aggregate import UNTRAINED_METHODS
 from fade_core.claims.common import Claim, _missing, _tested
 from fade_core.stats import ci_text, judge, seed_stats
 from fade_core.stats import compare_claim as compare
@@ -38,7 +39,7 @@ from fade_core.stats import fmt_seeds as _fmt
 EVAL_COL, ROLLOUTS_COL, OPT_COL = "eval_pass1", "rollouts", "optimizer_steps"
 THRESHOLD_SHARE = 0.9
 EVAL_TAIL = 3
-UNTRAINED = ("base", "sft", "warmstart", "uniform")
+UNTRAINED = UNTRAINED_METHODS  # base, sft, warmstart, uniform: rows without a training curve
 CLAIM_ID = "fade_time_to_threshold"
 
 
