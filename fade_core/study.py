@@ -356,11 +356,12 @@ def render_study_md(
     quick: bool = False,
     budget: str = "",
     sweep: Mapping[str, str] | None = None,
+    testbed: str = "",
 ) -> str:
     """STUDY.md: how it was run (command, run time, arms, seeds, samples), the claims table, each claim's
     reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md). ``timings``: seconds
     per stage, summed over every sitting when ``timings_all`` (else those of the last sitting). ``budget``: the
-    training budget in words; ``sweep``: the learning-rate sweep ({rule, table, figure}: :func:`sweep_section`)."""
+    training budget in words; ``testbed``: the task and base in words (:func:`testbed_text`); ``sweep``: the learning-rate sweep ({rule, table, figure}: :func:`sweep_section`)."""
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
     if quick:
         lines += ["> **Smoke run (`--quick`)**: budgets far below the study's; the verdicts say nothing.", ""]
@@ -383,6 +384,8 @@ def render_study_md(
         notes = [f"`{k}`: {ARM_NOTES[k]}" for k in arms if k in ARM_NOTES]
         if notes:
             lines.append("- what some arms are here: " + "; ".join(notes))
+    if testbed:
+        lines.append(f"- testbed: {testbed}")
     if budget:
         lines.append(f"- budget: {budget}")
     if sweep:
@@ -459,6 +462,18 @@ def figure_links(root: Path, cfg: Any) -> dict[str, str]:
     return out
 
 
+def testbed_text(cfg: Any) -> str:
+    """The study's testbed in words: the built-in task's levels, which of them RL trains on, and the warm start."""
+    cd, ws = cfg.data.countdown, cfg.warmstart
+    levels = ", ".join(f"{name} ({lv.num_numbers} numbers in 1..{lv.max_number}, share {lv.share:g})"
+                       for name, lv in cd.levels.items())
+    trained = (f"RL trains on the {', '.join(cfg.train.levels)} level(s) only" if cfg.train.levels
+               else "RL trains on every level")
+    return (f"countdown ({cfg.train.benchmark}) with levels {levels}; {trained}, while the periodic pass@1 "
+            f"({cfg.train.eval_split} split) and the final evaluation ({cfg.eval.split} split) cover every level; "
+            f"base: a warm start of {ws.steps} supervised steps at correct_fraction {ws.correct_fraction:g}")
+
+
 def budget_text(cfg: Any) -> str:
     """The training budget of the study config in words (rollouts matched when train.max_rollouts is set)."""
     t = cfg.train
@@ -501,7 +516,7 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
     md = render_study_md(
         claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings, timings_all=timings_all,
         figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
-        n_samples=cfg.eval.n_samples, machine=machine, quick=quick, budget=budget_text(cfg),
+        n_samples=cfg.eval.n_samples, machine=machine, quick=quick, budget=budget_text(cfg), testbed=testbed_text(cfg),
         sweep=sweep_section(root),
     )
     md_path, json_path = root / "STUDY.md", root / "claims.json"

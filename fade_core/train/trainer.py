@@ -104,7 +104,22 @@ def load_problems(cfg: Any, problems_path: str | Path | None = None, split: str 
     rows = [r for r in records(table) if r["split"] == split]
     if not rows:
         raise ValueError(f"{path}: no problems in split {split!r} of benchmark {bench!r}")
+    if split == "train" and cfg.train.levels is not None:
+        return select_levels(rows, cfg.train.levels, str(path))
     return rows
+
+
+def select_levels(rows: list[dict[str, Any]], levels: list[str], where: str = "") -> list[dict[str, Any]]:
+    """The rows whose ``difficulty_level`` is one of ``levels`` (config ``train.levels``), in their order.
+
+    A named level without rows is an error that names the key and the levels the rows have."""
+    have = sorted({str(r.get("difficulty_level")) for r in rows})
+    missing = [lv for lv in levels if lv not in have]
+    if missing or not levels:
+        raise ValueError(f"train.levels: {missing or levels} not among the training problems' levels {have}"
+                         + (f" ({where})" if where else ""))
+    wanted = set(levels)
+    return [r for r in rows if str(r.get("difficulty_level")) in wanted]
 
 
 @dataclass
