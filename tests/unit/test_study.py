@@ -319,6 +319,13 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     # periodic validation pass@1 (the sweep's criterion), the last checkpoint evaluated, budgets in rollouts
     assert cfg.train.eval_every == 10 and cfg.train.eval_split == "validation" and cfg.eval.checkpoints == "last"
     assert cfg.train.max_rollouts == cfg.train.steps * cfg.train.prompts_per_step * cfg.train.group_size
+    # RL on the easy level, evaluation on every level, and STUDY.md says so
+    assert cfg.train.levels == ["easy"] and cfg.eval.split == "test"
+    text = st.testbed_text(cfg)
+    assert "RL trains on the easy level(s) only" in text and "medium (4 numbers in 1..9" in text
+    assert "warm start of 2000 supervised steps at correct_fraction 0.8" in text
+    assert "- testbed: countdown" in st.render_study_md([], command="fade study run", runtime_s=1.0, testbed=text)
+    assert config.load(params, flow_study.study_overrides(str(params), ["train.levels=null"])).train.levels is None
     quick = config.load(params, flow_study.study_overrides(str(params), None, quick=True, arms=["fade", "rloo"]))
     assert quick.pipeline.seeds == [0, 1] and quick.eval.n_samples == 16 and list(quick.pipeline.arms) == ["fade", "rloo"]
     assert quick.train.max_rollouts == 20 * quick.train.prompts_per_step * quick.train.group_size  # quick's 20 steps
