@@ -24,6 +24,7 @@ from fade_core.claims.common import (
     DELTA_LEFT_ONE,
     FADE_ALPHA_LOW,
     FADE_ALPHA_MAX,
+    FADE_DELTA_MIN,
     FAILS,
     HEADROOM_ID,
     HEADROOM_MAX,
@@ -58,7 +59,14 @@ def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX) -> dict[s
     engaged = cover >= ALPHA_MIN_COVERAGE and share <= ALPHA_MAX_SHARE_AT_BOUND and d.min() <= DELTA_LEFT_ONE
     text = (f"alpha {a.min():.3g}-{a.max():.3g} covers {cover:.0%} of [1, {alpha_max:g}], at {bound:g} in "
             f"{share:.0%} of steps; delta's lowest {d.min():.3g}")
-    return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text)
+    h = pd.to_numeric(run["h_target"], errors="coerce").dropna() if "h_target" in run else pd.Series(dtype=float)
+    floor = None
+    if len(h):
+        # delta = clip(1 + H_hat - H_target, delta_min, 1): at zero entropy it reaches 1 - H_target, no lower
+        floor = max(FADE_DELTA_MIN, 1.0 - float(h.iloc[-1]))
+        text += f" (its floor at zero entropy: {floor:.3g}, with H_target {float(h.iloc[-1]):.3g} nats)"
+    return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text,
+                delta_floor=floor)
 
 
 def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None = None) -> Claim:

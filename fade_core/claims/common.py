@@ -41,6 +41,11 @@ significantly above this; significantly below it, it does not."""
 
 FADE_ALPHA_LOW, FADE_ALPHA_MAX = 1.0, 3.0
 """FADE's alpha lies in [1, alpha_max] (fade's default alpha_max; an arm's own replaces it)."""
+FADE_DELTA_MIN = 0.3
+"""FADE's default lower clip of delta. Above it, delta = 1 + H_hat - H_target reaches 1 - H_target at zero
+entropy and no lower: with the auto target (half the first entropy) a policy whose token entropy starts at
+H0 nats has delta >= 1 - H0/2, so on a low-entropy model delta cannot reach DELTA_LEFT_ONE at all (the check's
+measurement prints this floor)."""
 ALPHA_MIN_COVERAGE = 0.5
 """The schedule engaged only if alpha's observed range (max - min) covers at least this share of
 [1, alpha_max] in every FADE run ..."""

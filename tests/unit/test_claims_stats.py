@@ -201,6 +201,18 @@ def test_schedule_check(case, engaged):
     assert len(c.values["runs"]) == 3
 
 
+def test_schedule_check_states_delta_floor_of_a_low_entropy_policy():
+    """With H_target = 0.28 nats (half a first entropy of 0.56), delta cannot go below 0.72: the check says so."""
+    alpha, delta = _pinned()
+    records = _fade_records(alpha, delta).assign(h_target=0.28)
+    c = cl.claim_schedule_engaged(records, st.study_arms())
+    assert c.verdict == cl.FAILS
+    assert all(r["delta_floor"] == pytest.approx(0.72) for r in c.values["runs"].values())
+    assert "its floor at zero entropy: 0.72, with H_target 0.28 nats" in c.measurement
+    high = cl.claim_schedule_engaged(_fade_records(alpha, delta).assign(h_target=1.0), st.study_arms())
+    assert all(r["delta_floor"] == pytest.approx(0.3) for r in high.values["runs"].values())  # delta_min's clip
+
+
 def _fade_tables() -> dict[str, pd.DataFrame]:
     """FADE clearly better than its ablations and the best static baseline on every metric."""
     return _tables({"fade": (0.50, 0.75), "power_a2": (0.45, 0.65), "fade_fixed_alpha": (0.40, 0.6),
