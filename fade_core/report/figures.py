@@ -238,23 +238,33 @@ def fig_mass(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str]) -> Any:
 
 
 def fig_fade_schedules(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], fade: Sequence[str]) -> Any:
-    cur = curves(con, ["alpha", "delta"])
+    """FADE's alpha and delta per step, and what drives them: p_hat against the solve rates where alpha leaves its
+    cap (1/3) and reaches 1 (0.6), and H_hat against H_target (delta < 1 only below it)."""
+    cur = curves(con, ["alpha", "delta", "p_hat", "h_hat", "h_target"])
     cur = {k: v[v.method.isin(fade)] for k, v in cur.items()}
     cur = {k: v for k, v in cur.items() if not v.empty}
-    if not cur:
+    if "alpha" not in cur and "delta" not in cur:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), squeeze=False)
-    bounds = {"alpha": (1.0, 3.0), "delta": (0.3, 1.0)}
-    for ax, name in zip(axes[0], ("alpha", "delta"), strict=True):
+    drivers = "p_hat" in cur or "h_hat" in cur
+    fig, axes = plt.subplots(2 if drivers else 1, 2, figsize=(11, 6.4 if drivers else 3.4), squeeze=False)
+    panels = [("alpha", "FADE alpha (dotted: clip bounds)", (1.0, 3.0)),
+              ("delta", "FADE delta (dotted: clip bounds)", (0.3, 1.0))]
+    if drivers:
+        panels += [("p_hat", "p_hat (dotted: alpha leaves 3 at 1/3, reaches 1 at 0.6)", (1 / 3, 0.6)),
+                   ("h_hat", "H_hat, nats (dashed: H_target; delta < 1 below it)", ())]
+    for ax, (name, title, bounds) in zip(axes.flat, panels, strict=True):
         df = cur.get(name)
         if df is None:
             ax.text(0.5, 0.5, f"{name} not logged", ha="center", transform=ax.transAxes)
             continue
         for m, g in df.groupby("method"):
             _band(ax, g, "step", "value", colors.get(m, FADE_COLOR), m)
-        for b in bounds[name]:
+            if name == "h_hat" and "h_target" in cur:
+                tgt = cur["h_target"][cur["h_target"].method == m].groupby("step").value.mean()
+                ax.plot(tgt.index, tgt.values, ls="--", lw=1, color=colors.get(m, FADE_COLOR))
+        for b in bounds:
             ax.axhline(b, color="gray", ls=":", lw=1)
-        ax.set_title(f"FADE {name} (dotted: clip bounds)")
+        ax.set_title(title, fontsize=9)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
     _legend(fig, list(axes[0]))

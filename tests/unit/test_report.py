@@ -89,3 +89,27 @@ def test_report_without_training_records_says_what_is_missing(tmp_path):
 def test_report_needs_aggregate(tmp_path):
     with pytest.raises(FileNotFoundError, match="fade aggregate"):
         rep.build_report(tmp_path / "nothing", tmp_path / "rep")
+
+
+def test_fade_schedule_figure_shows_what_drives_alpha_and_delta():
+    """alpha and delta, with p_hat against 1/3 and 0.6 and H_hat against H_target: why a schedule did not move."""
+    import duckdb
+
+    from fade_core.report import figures as figs
+
+    rows = [(f"fade-s{s}", "fade", s, step, metric, value)
+            for s in (0, 1) for step in range(1, 21)
+            for metric, value in (("alpha", 3.0 - 0.05 * step), ("delta", 1.0), ("p_hat", 0.2 + 0.01 * step),
+                                  ("h_hat", 0.56 - 0.01 * step), ("h_target", 0.28))]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE train_curves (run_id VARCHAR, method VARCHAR, seed BIGINT, step BIGINT, "
+                "metric VARCHAR, value DOUBLE)")
+    con.executemany("INSERT INTO train_curves VALUES (?, ?, ?, ?, ?, ?)", rows)
+    fig = figs.fig_fade_schedules(con, {"fade": "#123456"}, ["fade"])
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 4 and titles[2].startswith("p_hat") and titles[3].startswith("H_hat")
+    h_ax = fig.axes[3]
+    assert any(line.get_linestyle() == "--" and set(line.get_ydata()) == {0.28} for line in h_ax.get_lines())
+    con.execute("DELETE FROM train_curves WHERE metric IN ('p_hat', 'h_hat', 'h_target')")
+    assert len([a for a in figs.fig_fade_schedules(con, {}, ["fade"]).axes if a.get_title()]) == 2
+    assert figs.fig_fade_schedules(con, {}, ["not_a_fade_arm"]) is None
