@@ -175,6 +175,22 @@ def markdown_table(choices: Mapping[str, LrChoice]) -> str:
     return "\n".join(rows)
 
 
+def edge_note(choices: Mapping[str, LrChoice]) -> str:
+    """A sentence naming the swept arms whose chosen rate is the grid's smallest or largest ("" when none): their
+    best rate may lie outside the grid, which the sweep did not test."""
+    swept = {a: c for a, c in choices.items() if c.scores and c.lr is not None}
+    if not swept:
+        return ""
+    lo = sorted(a for a, c in swept.items() if c.lr == min(c.scores))
+    hi = sorted(a for a, c in swept.items() if c.lr == max(c.scores))
+    parts = [f"{len(lo)} of {len(swept)} swept arms chose the grid's smallest rate ({', '.join(lo)})"] if lo else []
+    parts += [f"{len(hi)} of {len(swept)} its largest ({', '.join(hi)})"] if hi else []
+    if not parts:
+        return ""
+    return ("; ".join(parts) + ": their best rate may lie outside the grid (not tested); the comparison is between "
+            "arms at their best rate on this grid.")
+
+
 def fig_sensitivity(choices: Mapping[str, LrChoice]) -> Any:
     """Criterion against learning rate, one line per arm, the chosen rate circled (None without scores)."""
     if not any(math.isfinite(s) for c in choices.values() for s in c.scores.values()):

@@ -393,6 +393,8 @@ def render_study_md(
                   f"Each arm ran at every rate below for one seed on the training split, measured on the validation "
                   f"split; the rule, fixed before the runs: {sweep['rule']}. The final seeds ran at the chosen rate "
                   "(bold). Values: the criterion (validation pass@1).", "", sweep["table"], ""]
+        if sweep.get("edge"):
+            lines += [sweep["edge"], ""]
         if sweep.get("figure"):
             lines += [f"![lr_sensitivity]({sweep['figure']})", ""]
     lines += ["", "## Claims", "", verdict_counts(claims), "",
@@ -501,7 +503,7 @@ def sweep_section(root: Path) -> dict[str, str] | None:
     fig = next((f for f in (root / "figures" / "lr_sensitivity.png", root / "figures" / "lr_sensitivity.svg")
                 if f.exists()), None)
     return {"rule": str(data.get("rule", "")), "table": lr_sweep.markdown_table(choices),
-            "figure": os.path.relpath(fig, root) if fig else ""}
+            "figure": os.path.relpath(fig, root) if fig else "", "edge": lr_sweep.edge_note(choices)}
 
 
 def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sittings: int,

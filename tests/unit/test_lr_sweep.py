@@ -86,6 +86,17 @@ def test_markdown_table_bolds_the_chosen_rate() -> None:
     assert "| a | 0.100 | **0.250** | 0.001 |" in text and "| b | – | – | – |" in text
 
 
+def test_edge_note_names_arms_that_chose_the_grids_smallest_or_largest_rate() -> None:
+    grid = {3e-4: 0.1, 1e-3: 0.2, 3e-3: 0.05}
+    choices = {"lo": lr_sweep.LrChoice("lo", 3e-4, {**grid, 3e-4: 0.3}), "mid": lr_sweep.LrChoice("mid", 1e-3, grid),
+               "hi": lr_sweep.LrChoice("hi", 3e-3, {**grid, 3e-3: 0.4}), "tied": lr_sweep.LrChoice("tied", 3e-4, {}),
+               "none": lr_sweep.LrChoice("none", None, {3e-4: math.nan})}
+    note = lr_sweep.edge_note(choices)
+    assert note.startswith("1 of 3 swept arms chose the grid's smallest rate (lo); 1 of 3 its largest (hi)")
+    assert "outside the grid (not tested)" in note
+    assert lr_sweep.edge_note({"mid": choices["mid"]}) == "" and lr_sweep.edge_note({}) == ""
+
+
 def test_a_tied_arm_is_not_swept_and_takes_its_partners_rate(tmp_path) -> None:
     train = _records({"a__lr0p001": [0.3] * 3, "a__lr0p003": [0.1] * 3})
     got = lr_sweep.choose(train, ["rloo", "a"], (1e-3, 3e-3), tied={"rloo": "a"})
