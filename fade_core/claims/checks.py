@@ -48,7 +48,8 @@ from fade_core.stats import fmt_seeds as _fmt
 
 
 # ------------------------------------------------------------------------------------ checks
-def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX) -> dict[str, Any] | None:
+def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX,
+                 delta_min: float = FADE_DELTA_MIN) -> dict[str, Any] | None:
     """One FADE run's schedule against the thresholds above (None without logged alpha and delta)."""
     a = pd.to_numeric(run[ALPHA_COL], errors="coerce").dropna().to_numpy(float) if ALPHA_COL in run else np.array([])
     d = pd.to_numeric(run[DELTA_COL], errors="coerce").dropna().to_numpy(float) if DELTA_COL in run else np.array([])
@@ -63,7 +64,7 @@ def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX) -> dict[s
     floor = None
     if len(h):
         # delta = clip(1 + H_hat - H_target, delta_min, 1): at zero entropy it reaches 1 - H_target, no lower
-        floor = max(FADE_DELTA_MIN, 1.0 - float(h.iloc[-1]))
+        floor = max(delta_min, 1.0 - float(h.iloc[-1]))
         text += f" (its floor at zero entropy: {floor:.3g}, with H_target {float(h.iloc[-1]):.3g} nats)"
     return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text,
                 delta_floor=floor)
@@ -77,8 +78,9 @@ def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None =
     source = "study check (issue 15: FADE ran as Power(alpha=3) with delta ~1)"
     arm = (arms or {}).get("fade")
     alpha_max = float((arm.params if arm is not None else {}).get("alpha_max", FADE_ALPHA_MAX))
+    delta_min = float((arm.params if arm is not None else {}).get("delta_min", FADE_DELTA_MIN))
     rows = _arm_rows(train, "fade")
-    runs = {rid: schedule_run(run, alpha_max) for rid, run in (rows.groupby("run_id") if len(rows) else [])}
+    runs = {rid: schedule_run(run, alpha_max, delta_min) for rid, run in (rows.groupby("run_id") if len(rows) else [])}
     runs = {rid: r for rid, r in runs.items() if r is not None}
     if not runs:
         return _missing(SCHEDULE_ID, "fade", statement, source, "not checked: no training records of arm fade with "

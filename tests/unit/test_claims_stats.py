@@ -211,6 +211,9 @@ def test_schedule_check_states_delta_floor_of_a_low_entropy_policy():
     assert "its floor at zero entropy: 0.72, with H_target 0.28 nats" in c.measurement
     high = cl.claim_schedule_engaged(_fade_records(alpha, delta).assign(h_target=1.0), st.study_arms())
     assert all(r["delta_floor"] == pytest.approx(0.3) for r in high.values["runs"].values())  # delta_min's clip
+    own = {**st.study_arms(), "fade": st.study_arms()["fade"].model_copy(update={"params": {"delta_min": 0.5}})}
+    mine = cl.claim_schedule_engaged(_fade_records(alpha, delta).assign(h_target=1.0), own)
+    assert all(r["delta_floor"] == pytest.approx(0.5) for r in mine.values["runs"].values())  # the arm's own clip
 
 
 def _fade_tables() -> dict[str, pd.DataFrame]:

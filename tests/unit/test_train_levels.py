@@ -35,3 +35,8 @@ def test_an_unknown_or_empty_level_list_is_an_error_naming_the_key():
     with pytest.raises(ValueError, match="train.levels"):
         select_levels(rows, [])
     assert select_levels(rows, ["hard"]) == [{"difficulty_level": "hard"}]
+
+
+def test_an_empty_level_list_is_refused_by_the_config():
+    with pytest.raises(ValueError, match="train.levels"):
+        fconfig.load(None, ["train.levels=[]"])
