@@ -13,7 +13,7 @@ Arms, along the paper's axes (labels are the names in run ids, tables and figure
                      per seed)
     FADE             fade, and its ablations fade_fixed_alpha (alpha held at 2: no difficulty schedule)
                      and fade_fixed_delta (delta held at 1: no entropy schedule)
-    the rest         rloo, grpo, dr_grpo, dapo, codapo (run by default, :data:`DEFAULT_ARMS`) and passk,
+    the rest         rloo, grpo, dapo (run by default, :data:`DEFAULT_ARMS`) and dr_grpo, codapo, passk,
                      pkpo_sloo1, maxpo, bbg, w_reinforce (with --arms) at their defaults; rloo with asym_d1
                      is the A/A control (the same update under AdamW: fade_core.claims); :data:`ARM_NOTES`
                      says what grpo, dr_grpo, pkpo_sloo1, dapo and codapo are here
@@ -69,11 +69,13 @@ OTHER_METHODS = ("grpo", "dr_grpo", "rloo", "dapo", "codapo", "passk", "maxpo", 
 OTHER_LABELS = {"pkpo_sloo1": "pkpo"}
 """Arms whose label is not the method's name: PKPO's advantage here is its s^(loo-1) estimator."""
 DEFAULT_ARMS = ("asym_d0_5", "asym_d1", "asym_d2", "power_a2", "power_a3", "fade", "fade_fixed_alpha",
-                "fade_fixed_delta", "rloo", "grpo", "dr_grpo", "dapo", "codapo")
+                "fade_fixed_delta", "rloo", "grpo", "dapo")
 """The arms `fade study run` trains without --arms: every arm a claim or check reads (the axes, FADE and its
-ablations, rloo for the A/A control) and the static baselines the issue names (grpo, dr_grpo, and dapo and
-codapo, whose per-step budgets differ). passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out to fit the
-study's 2.5-hour budget on 2 cores (`--arms` runs them)."""
+ablations, rloo for the A/A control), grpo (the baseline everyone runs) and dapo (whose per-step budget
+differs: the budget comparison). dr_grpo (the same advantage as asym_d1, r - rbar, with another loss
+normaliser), codapo, passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out to fit the study's 2.5-hour
+budget on 2 cores: 13 arms measured ~2 h 45 min (sweep ~1 h, finals ~1 h 45 min with evaluation), so dr_grpo
+and codapo were dropped on 2026-12-04; `--arms` runs any of them."""
 LR_TIED = {"rloo": "asym_d1"}
 """Arms not swept, running at a partner's chosen rate: rloo is asym_d1's update under AdamW, and the A/A
 control must compare the two at one rate (fade_core.lr_sweep.choose)."""
