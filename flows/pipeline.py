@@ -29,7 +29,6 @@ from fade_core import plan
 from flows import progress
 from flows.options import QUICK_OVERRIDES, ParamsOpt, SetOpt, config_or_params, load_config
 
-
 DASK_MALLOC_TRIM_DEFAULT = 65536
 """Dask's ``distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_``: the value its nannies give workers."""
 
