@@ -38,7 +38,7 @@ def keep_glibc_malloc_trim() -> None:
 
     With that setting glibc hands freed memory back to the OS whenever 64 KiB are free at the top of the
     heap, so torch's many short-lived CPU tensors page-fault back in on every allocation: measured on 2
-    cores (bench/dask_worker_env.py, BENCHMARKS.md), two 30-step training runs in the workers took 62 s
+    cores (BENCHMARKS.md), two 30-step training runs in the workers took 62-68 s
     each instead of 36 s, with 3.7x the system time. glibc's own threshold adapts to the program instead.
     A threshold the user chose (Dask config other than Dask's default, or the variable in the environment,
     which Dask passes on) is kept.

@@ -1,6 +1,6 @@
 """`fade study`: the FADE paper's claims checked on fade's own runs, as one Prefect flow and four commands.
 
-    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples per problem: ~2.5 h on 2 cores
+    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples: ~3 h 20 min on 2 cores (estimated)
     fade study run --quick    # the same machinery on a smoke budget
     fade study run --arms asym_d0_5,asym_d2 --set pipeline.seeds=[0,1]
     fade study params --write study/params.yaml   # the study's resolved params, for the DVC stage group
@@ -56,7 +56,7 @@ from flows.pipeline import QUICK_OVERRIDES, task_runner
 
 STUDY_NAME = "study"
 MIN_SEEDS = 5
-STUDY_STEPS = 200  # the study's steps (and so its rollout budget): 2.5 h on 2 cores with the sweep
+STUDY_STEPS = 200  # the study's steps (and so its rollout budget); the 2.5 h goal is not met yet (README)
 MIN_SAMPLES = 128
 STUDY_KS = (1, 10, 100)  # the k of the claims (pass@1 against pass@100); n >= MIN_SAMPLES estimates each
 QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
