@@ -319,6 +319,9 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     # periodic validation pass@1 (the sweep's criterion), the last checkpoint evaluated, budgets in rollouts
     assert cfg.train.eval_every == 10 and cfg.train.eval_split == "validation" and cfg.eval.checkpoints == "last"
     assert cfg.train.max_rollouts == cfg.train.steps * cfg.train.prompts_per_step * cfg.train.group_size
+    assert cfg.train.prompts_per_step == flow_study.STUDY_PROMPTS_PER_STEP == 16 and cfg.train.max_rollouts == 51200
+    wide = config.load(params, flow_study.study_overrides(str(params), ["train.prompts_per_step=32"]))
+    assert wide.train.prompts_per_step == 32 and wide.train.max_rollouts == 200 * 32 * 16  # the user's --set wins
     # RL on the easy level, evaluation on every level, and STUDY.md says so
     assert cfg.train.levels == ["easy"] and cfg.eval.split == "test"
     text = st.testbed_text(cfg)
