@@ -66,8 +66,28 @@ def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX,
         # delta = clip(1 + H_hat - H_target, delta_min, 1): at zero entropy it reaches 1 - H_target, no lower
         floor = max(delta_min, 1.0 - float(h.iloc[-1]))
         text += f" (its floor at zero entropy: {floor:.3g}, with H_target {float(h.iloc[-1]):.3g} nats)"
+    p_hat = pd.to_numeric(run["p_hat"], errors="coerce").dropna() if "p_hat" in run else pd.Series(dtype=float)
+    p_max = float(p_hat.max()) if len(p_hat) else None
+    if p_max is not None:
+        # alpha = 3 (1 - p_hat) / (2 p_hat) leaves alpha_max above p_hat = 3 / (3 + 2 alpha_max) and covers the
+        # check's share of [1, alpha_max] (down from the cap) above the p_hat of alpha_max - share x (alpha_max - 1)
+        a_need = alpha_max - ALPHA_MIN_COVERAGE * (alpha_max - FADE_ALPHA_LOW)
+        text += (f"; p_hat's highest {p_max:.3g} (alpha leaves {alpha_max:g} above {p_hat_for_alpha(alpha_max):.3g}, "
+                 f"reaches {a_need:g} at {p_hat_for_alpha(a_need):.3g})")
+    h_hat = pd.to_numeric(run["h_hat"], errors="coerce").dropna() if "h_hat" in run else pd.Series(dtype=float)
+    h_min = float(h_hat.min()) if len(h_hat) else None
+    if h_min is not None and len(h):
+        # delta = 1 + H_hat - H_target <= DELTA_LEFT_ONE needs H_hat <= H_target - (1 - DELTA_LEFT_ONE)
+        text += (f"; H_hat's lowest {h_min:.3g} nats (delta <= {DELTA_LEFT_ONE:g} needs <= "
+                 f"{float(h.iloc[-1]) - (1.0 - DELTA_LEFT_ONE):.3g})")
     return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text,
-                delta_floor=floor)
+                delta_floor=floor, p_hat_max=p_max, h_hat_min=h_min)
+
+
+def p_hat_for_alpha(alpha: float) -> float:
+    """The p_hat at which FADE's unclipped alpha = 3 (1 - p_hat) / (2 p_hat) equals ``alpha``: 3 / (3 + 2 alpha)
+    (alpha = 3 at 1/3, 2 at 3/7, 1 at 0.6)."""
+    return 3.0 / (3.0 + 2.0 * alpha)
 
 
 def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None = None) -> Claim:
@@ -90,6 +110,10 @@ def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None =
     summary = (f"alpha covered {min(r['coverage'] for r in rs):.0%} of [1, {alpha_max:g}] at worst and sat at a "
                f"bound in up to {max(r['at_bound'] for r in rs):.0%} of steps; delta's lowest value was "
                f"{max(r['delta_min'] for r in rs):.3g} in the worst run; {len(rs) - len(bad)} of {len(rs)} runs engaged")
+    p_max = [r["p_hat_max"] for r in rs if r["p_hat_max"] is not None]
+    if p_max:
+        summary += (f"; p_hat reached {max(p_max):.3g} at most (alpha leaves {alpha_max:g} above "
+                    f"{p_hat_for_alpha(alpha_max):.3g})")
     meas = "; ".join(f"{rid}: {r['text']}" for rid, r in runs.items())
     limits = (f"needs coverage >= {ALPHA_MIN_COVERAGE:.0%}, at a bound <= {ALPHA_MAX_SHARE_AT_BOUND:.0%}, "
               f"delta <= {DELTA_LEFT_ONE:g} in every run")

@@ -13,6 +13,7 @@ import pytest
 from fade_core import advantages
 from fade_core import claims as cl
 from fade_core import study as st
+from fade_core.claims import checks
 from fade_core.stats import compare_claim
 
 SEEDS = (0, 1, 2)
@@ -209,6 +210,28 @@ def test_schedule_check_states_delta_floor_of_a_low_entropy_policy():
     assert c.verdict == cl.FAILS
     assert all(r["delta_floor"] == pytest.approx(0.72) for r in c.values["runs"].values())
     assert "its floor at zero entropy: 0.72, with H_target 0.28 nats" in c.measurement
+    assert "H_hat's lowest" not in c.measurement and "p_hat's highest" not in c.measurement  # not logged here
+
+
+def test_schedule_check_says_how_far_p_hat_and_h_hat_were_from_moving_the_schedule():
+    """The measurement names the p_hat and H_hat a run reached against the values that would move alpha and
+    delta (alpha = 3 (1 - p)/(2 p): 3 at p = 1/3, 2 at 3/7; delta <= 0.8 needs H_hat <= H_target - 0.2)."""
+    assert [round(checks.p_hat_for_alpha(a), 6) for a in (3.0, 2.0, 1.0)] == [round(1 / 3, 6), round(3 / 7, 6), 0.6]
+    for a in (1.0, 1.7, 2.5, 3.0):  # the inverse of fade's own alpha formula
+        p = checks.p_hat_for_alpha(a)
+        assert 3 * (1 - p) / (2 * p) == pytest.approx(a)
+    alpha, delta = _pinned()
+    n = len(alpha)
+    records = _fade_records(alpha, delta).assign(h_target=0.28)
+    records["p_hat"] = np.tile(np.linspace(0.15, 0.33, n), len(records) // n)
+    records["h_hat"] = np.tile(np.linspace(0.56, 0.31, n), len(records) // n)
+    c = cl.claim_schedule_engaged(records, st.study_arms())
+    assert c.verdict == cl.FAILS
+    assert "p_hat's highest 0.33 (alpha leaves 3 above 0.333, reaches 2 at 0.429)" in c.measurement
+    assert "H_hat's lowest 0.31 nats (delta <= 0.8 needs <= 0.08)" in c.measurement
+    assert "p_hat reached 0.33 at most (alpha leaves 3 above 0.333)" in c.values["summary"]
+    assert all(r["p_hat_max"] == pytest.approx(0.33) and r["h_hat_min"] == pytest.approx(0.31)
+               for r in c.values["runs"].values())
     high = cl.claim_schedule_engaged(_fade_records(alpha, delta).assign(h_target=1.0), st.study_arms())
     assert all(r["delta_floor"] == pytest.approx(0.3) for r in high.values["runs"].values())  # delta_min's clip
     own = {**st.study_arms(), "fade": st.study_arms()["fade"].model_copy(update={"params": {"delta_min": 0.5}})}
