@@ -14,6 +14,10 @@ The rule (:func:`choose`), fixed in code before the study runs:
                       (its final validation pass@1, averaged over the last evaluations to damp noise)
     chosen lr (arm) = the rate with the highest criterion; a tie (within :data:`TIE_TOL`) goes to the
                       smaller rate; a rate whose run logged no eval_pass1 cannot be chosen
+    edge            = when the chosen rate is the smallest (largest) of the arm's rates, the arm is also
+                      trained one grid step below (above) it (:func:`next_rate`) and the choice is made again
+                      over all its rates, at most :data:`MAX_EXTENSIONS` times (:func:`extensions`); an arm
+                      still at an edge after that is named in STUDY.md (:func:`edge_note`)
 
 The final seeds then run at the chosen rate (``Arm.lr``). The sweep's curves (criterion against rate, per
 arm) are the sensitivity figure of STUDY.md, :func:`fig_sensitivity`.
@@ -41,9 +45,13 @@ SWEEP_SEED = 1000
 CRITERION_TAIL = 3
 """Evaluations averaged at the end of a sweep run (with eval_every = 10: the last 30 steps)."""
 TIE_TOL = 1e-9
+MAX_EXTENSIONS = 2
+"""Times an arm's rates are extended past the edge its chosen rate sits on (each: one more sweep run per arm at
+an edge). The first study at 16 prompts per step saw every arm choose the smallest rate of (1e-4, 3e-4, 1e-3)."""
 RULE = (f"criterion = the mean of the last {CRITERION_TAIL} periodic validation pass@1 evaluations of the arm's "
         f"sweep run (seed {SWEEP_SEED}); the rate with the highest criterion is chosen, a tie goes to the smaller "
-        "rate")
+        "rate; when the chosen rate is the smallest (largest) of the arm's rates, the arm is also trained one grid "
+        f"step below (above) it and the choice is made again, at most {MAX_EXTENSIONS} times")
 """The rule in words, as STUDY.md and lr_choice.json state it."""
 EVAL_COLUMN = "eval_pass1"
 
@@ -54,17 +62,40 @@ def sweep_label(arm: str, lr: float) -> str:
     return f"{arm}__lr" + f"{lr:g}".replace(".", "p").replace("-", "m").replace("+", "")
 
 
-def sweep_arms(arms: Mapping[str, Arm], lrs: Sequence[float] = SWEEP_LRS) -> dict[str, Arm]:
-    """Every arm at every rate: {sweep label: the arm with ``lr`` set}, arm by arm in ``arms``' order."""
-    if not lrs:
+Rates = Sequence[float] | Mapping[str, Sequence[float]]
+"""The sweep's rates: one grid for every arm, or each arm's own ({arm: rates}; an arm not named is not swept)."""
+
+
+def arm_rates(lrs: Rates, arm: str) -> list[float]:
+    """``arm``'s rates in ``lrs`` (a shared grid, or {arm: rates}: [] for an arm it does not name)."""
+    return [float(x) for x in (lrs.get(arm, []) if isinstance(lrs, Mapping) else lrs)]
+
+
+def sweep_arms(arms: Mapping[str, Arm], lrs: Rates = SWEEP_LRS) -> dict[str, Arm]:
+    """Every arm at every one of its rates: {sweep label: the arm with ``lr`` set}, arm by arm in ``arms``'
+    order (``lrs`` as :data:`Rates`: with {arm: rates}, the arms it names, each at its own rates)."""
+    per_arm = {name: arm_rates(lrs, name) for name in arms}
+    if not any(per_arm.values()):
         raise ValueError("the learning-rate sweep needs at least one rate")
-    if any(not (lr > 0) for lr in lrs):
-        raise ValueError(f"learning rates must be > 0, got {list(lrs)}")
-    return {sweep_label(name, lr): arm.model_copy(update={"lr": float(lr)}) for name, arm in arms.items()
-            for lr in lrs}
+    bad = [lr for rates in per_arm.values() for lr in rates if not (lr > 0)]
+    if bad:
+        raise ValueError(f"learning rates must be > 0, got {bad}")
+    return {sweep_label(name, lr): arm.model_copy(update={"lr": lr}) for name, arm in arms.items()
+            for lr in per_arm[name]}
 
 
-def sweep_config(placed: Any, lrs: Sequence[float] = SWEEP_LRS, folder: str | Path | None = None,
+def next_rate(rates: Sequence[float], lower: bool) -> float:
+    """The rate one grid step past the smallest (``lower``) or the largest of ``rates``: the geometric step
+    between the two outermost rates on that side (1e-4 / 3.16 for (1e-4, 3e-4, 1e-3); a factor sqrt(10) with
+    one rate), to 3 significant digits."""
+    r = sorted(float(x) for x in rates)
+    if not r or r[0] <= 0:
+        raise ValueError(f"next_rate needs positive rates, got {list(rates)}")
+    factor = (r[1] / r[0] if lower else r[-1] / r[-2]) if len(r) > 1 else math.sqrt(10.0)
+    return float(f"{(r[0] / factor if lower else r[-1] * factor):.3g}")
+
+
+def sweep_config(placed: Any, lrs: Rates = SWEEP_LRS, folder: str | Path | None = None,
                  tied: Mapping[str, str] | None = None) -> Any:
     """The sweep's config from the placed study config ``placed``: its arms (but those ``tied`` to another
     arm's rate, {arm: partner}) at every rate, seed :data:`SWEEP_SEED`, runs and TensorBoard logs under
@@ -78,7 +109,7 @@ def sweep_config(placed: Any, lrs: Sequence[float] = SWEEP_LRS, folder: str | Pa
                          "the validation split")
     out = placed.model_copy(deep=True)
     root = Path(folder) if folder is not None else Path(placed.train.runs_dir).parent / "sweep"
-    swept = {a: arm for a, arm in placed.pipeline.arms.items() if a not in (tied or {})}
+    swept = {a: arm for a, arm in placed.pipeline.arms.items() if a not in (tied or {}) and arm_rates(lrs, a)}
     if not swept:
         raise ValueError("every arm is tied to another's learning rate: nothing to sweep")
     out.pipeline.arms = sweep_arms(swept, lrs)
@@ -120,7 +151,7 @@ def choose_lr(scores: Mapping[float, float]) -> float | None:
     return min(lr for lr, s in finite.items() if s >= best - TIE_TOL)
 
 
-def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEEP_LRS,
+def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Rates = SWEEP_LRS,
            tied: Mapping[str, str] | None = None) -> dict[str, LrChoice]:
     """Per arm: the criterion of its sweep run at each rate (training records as
     :func:`fade_core.runs.load_training_records` stacks them, ``method`` = the sweep label) and the chosen
@@ -134,7 +165,7 @@ def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEE
     out = {}
     for arm in [a for a in arms if a not in tied]:
         scores = {}
-        for lr in lrs:
+        for lr in arm_rates(lrs, arm):
             rows = train[train["method"] == sweep_label(arm, lr)] if not train.empty else train
             vals = [criterion(r) for _, r in rows.groupby("run_id")] if len(rows) else []
             vals = [v for v in vals if math.isfinite(v)]
@@ -150,6 +181,22 @@ def choose(train: pd.DataFrame, arms: Sequence[str], lrs: Sequence[float] = SWEE
     for arm, partner in tied.items():
         out[arm] = LrChoice(arm, out[partner].lr, {}, f"not swept: runs at {partner}'s rate (the same update)")
     return {a: out[a] for a in arms}
+
+
+def extensions(choices: Mapping[str, LrChoice]) -> dict[str, float]:
+    """The edge rule's next runs: {arm: the rate one grid step past its chosen rate} for every swept arm whose
+    chosen rate is the smallest or the largest of its rates, when two or more of them were measured (a single
+    rate is no choice). Tied arms (no scores) and arms without a choice get none."""
+    out = {}
+    for arm, c in choices.items():
+        measured = [lr for lr, v in c.scores.items() if math.isfinite(v)]
+        if c.lr is None or len(measured) < 2:
+            continue
+        if c.lr == min(c.scores):
+            out[arm] = next_rate(list(c.scores), lower=True)
+        elif c.lr == max(c.scores):
+            out[arm] = next_rate(list(c.scores), lower=False)
+    return out
 
 
 def with_chosen_lrs(arms: Mapping[str, Arm], choices: Mapping[str, LrChoice]) -> dict[str, Arm]:

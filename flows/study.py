@@ -27,7 +27,9 @@ stop at the same rollouts as the rest), the periodic validation pass@1 every 10 
 the sweep's criterion and the time-to-threshold curves), ``eval.checkpoints=last``, ``eval.n_samples`` at
 least 128, ``eval.ks=[1, 10, 100]`` (the k of the claims) and ``eval.skip_existing=true``. Before the
 comparison, the learning-rate sweep (:func:`lr_sweep_phase`, fade_core.lr_sweep) trains every arm at every
-rate of ``--lrs`` for one seed and chooses each arm's rate on the validation split; rloo takes asym_d1's
+rate of ``--lrs`` for one seed and chooses each arm's rate on the validation split (an arm whose choice is
+its grid's edge is trained one grid step further and chooses again, ``--lr-extensions`` times at most);
+rloo takes asym_d1's
 (fade_core.study.LR_TIED).
 It resumes where it stopped: a training run restarts from its last
 checkpoint (same config, same run directory) and checkpoints already evaluated with the same
@@ -112,10 +114,11 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
 
 
 def study_command(params: str, overrides: list[str] | None, quick: bool, arms: list[str] | None,
-                  results: str, lrs: list[float] | None = None) -> str:
+                  results: str, lrs: list[float] | None = None, lr_extensions: int | None = None) -> str:
     """The command line that reproduces this study, as STUDY.md states it."""
     parts = ["fade", "study", "run"] + (["--quick"] if quick else []) + (["--arms", ",".join(arms)] if arms else [])
     parts += ["--lrs", ",".join(f"{x:g}" for x in lrs)] if lrs else []
+    parts += ["--lr-extensions", str(lr_extensions)] if lr_extensions is not None else []
     if results != "results":
         parts += ["--results", results]
     if params != "params.yaml":
@@ -144,25 +147,41 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
 
 
 @flow(name="lr-sweep", log_prints=True)
-def lr_sweep_phase(config: fconfig.Config, root: str, lrs: list[float]) -> dict[str, Any]:
+def lr_sweep_phase(config: fconfig.Config, root: str, lrs: list[float],
+                   max_extensions: int = lr_sweep.MAX_EXTENSIONS) -> dict[str, Any]:
     """The study's learning-rate sweep (fade_core.lr_sweep): prepare and warm start as the pipeline does,
     train every arm at every rate of ``lrs`` for the sweep seed under <root>/sweep/runs/, choose a rate per
-    arm by the fixed rule, and write <root>/sweep/lr_choice.json and the sensitivity figure. Resumable like
+    arm by the fixed rule (with its edge extensions: an arm whose choice is the smallest or largest of its
+    rates is trained one grid step further, up to ``max_extensions`` times), and write <root>/sweep/lr_choice.json and the sensitivity figure. Resumable like
     any training: finished sweep runs are not trained again."""
     from fade_core.runs import load_training_records
     from flows.pipeline import StageClock, prepare_base, train_all
 
     placed = plan.place_outputs(config, root)
     tied = {a: b for a, b in study_lib.LR_TIED.items() if a in config.pipeline.arms and b in config.pipeline.arms}
-    sweep = lr_sweep.sweep_config(placed, lrs, Path(root) / "sweep", tied)
+    folder = Path(root) / "sweep"
+    rates = {a: [float(x) for x in lrs] for a in config.pipeline.arms if a not in tied}
+    sweep = lr_sweep.sweep_config(placed, rates, folder, tied)
     clock = StageClock()
     prepare_base(placed, clock)
     train_all(sweep, what="lr sweep")
     records, _ = load_training_records(sweep.train.runs_dir)
-    choices = lr_sweep.choose(records, list(config.pipeline.arms), lrs, tied)
-    folder = Path(root) / "sweep"
+    choices = lr_sweep.choose(records, list(config.pipeline.arms), rates, tied)
+    for extension in range(1, max_extensions + 1):  # the edge rule: one grid step past an edge choice
+        more = lr_sweep.extensions(choices)
+        if not more:
+            break
+        get_run_logger().info("lr sweep: extension %d: %s", extension,
+                              ", ".join(f"{a} at {lr:g}" for a, lr in more.items()))
+        for arm, lr in more.items():
+            rates[arm].append(lr)
+        train_all(lr_sweep.sweep_config(placed, {a: [lr] for a, lr in more.items()}, folder, tied),
+                  what=f"lr sweep, extension {extension}")
+        records, _ = load_training_records(sweep.train.runs_dir)
+        choices = lr_sweep.choose(records, list(config.pipeline.arms), rates, tied)
     (folder / "lr_choice.json").write_text(json.dumps(
-        {"rule": lr_sweep.RULE, "seed": lr_sweep.SWEEP_SEED, "lrs": list(lrs), "tied": tied,
+        {"rule": lr_sweep.RULE, "seed": lr_sweep.SWEEP_SEED, "lrs": [float(x) for x in lrs],
+         "rates": {a: sorted(r) for a, r in rates.items()}, "tied": tied,
          "arms": {a: c.to_dict() for a, c in choices.items()}}, indent=2) + "\n")
     fig = lr_sweep.fig_sensitivity(choices)
     if fig is not None:
@@ -174,12 +193,14 @@ def lr_sweep_phase(config: fconfig.Config, root: str, lrs: list[float]) -> dict[
 
 @flow(name="study", log_prints=True)
 def study(config: fconfig.Config | None = None, results: str = "results", quick: bool = False,
-          command: str | None = None, lrs: list[float] | None = None) -> dict[str, Any]:
+          command: str | None = None, lrs: list[float] | None = None,
+          lr_extensions: int = lr_sweep.MAX_EXTENSIONS) -> dict[str, Any]:
     """The learning-rate sweep (:func:`lr_sweep_phase`), then the comparison of the study config ``config``
     (None: params.yaml with the study's defaults) with every arm at its chosen rate, both as subflows on
     the Dask runner; record the sitting, then write the claims. ``quick``: the config is the smoke budget
     (STUDY.md says so); ``command``: the command line STUDY.md states; ``lrs``: the sweep's rates (default
-    fade_core.lr_sweep.SWEEP_LRS; one rate: no choice, every arm runs at it)."""
+    fade_core.lr_sweep.SWEEP_LRS; one rate: no choice, every arm runs at it); ``lr_extensions``: the edge
+    rule's limit (lr_sweep.MAX_EXTENSIONS; 0: the grid as given)."""
     from flows.pipeline import pipeline
 
     log = get_run_logger()
@@ -190,7 +211,7 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
              len(rates), len(cfg.pipeline.seeds), cfg.eval.n_samples)
     root = plan.results_root(cfg, results)
     t_sweep = time.perf_counter()
-    swept = lr_sweep_phase.with_options(task_runner=task_runner(cfg))(cfg, str(root), rates)
+    swept = lr_sweep_phase.with_options(task_runner=task_runner(cfg))(cfg, str(root), rates, lr_extensions)
     sweep_s = time.perf_counter() - t_sweep - sum(swept["timings"].values())
     final = cfg.model_copy(deep=True)
     final.pipeline.arms = lr_sweep.with_chosen_lrs(cfg.pipeline.arms, swept["choices"])
@@ -220,6 +241,9 @@ ArmsOpt = Annotated[str | None, typer.Option("--arms", help="Comma-separated stu
 ResultsOpt = Annotated[str, typer.Option("--results", help="Parent folder of results/study/.")]
 LrsOpt = Annotated[str | None, typer.Option(
     "--lrs", help="Comma-separated learning rates of the sweep (default: fade_core.lr_sweep.SWEEP_LRS).")]
+LrExtOpt = Annotated[int | None, typer.Option(
+    "--lr-extensions", min=0, help="Times an arm whose chosen rate is at its grid's edge is trained one grid step "
+    "further (default: fade_core.lr_sweep.MAX_EXTENSIONS; 0: the grid as given).")]
 
 
 def parse_lrs(text: str | None) -> list[float] | None:
@@ -255,13 +279,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="study")
 
     @group.command("run")
-    def run_command(quick: QuickOpt = False, arms: ArmsOpt = None, lrs: LrsOpt = None, results: ResultsOpt = "results",
+    def run_command(quick: QuickOpt = False, arms: ArmsOpt = None, lrs: LrsOpt = None,
+                    lr_extensions: LrExtOpt = None, results: ResultsOpt = "results",
                     params: ParamsOpt = Path("params.yaml"), overrides: SetOpt = None) -> None:
         """The learning-rate sweep, every study arm x seed at its chosen rate through the pipeline, then
         STUDY.md and claims.json (resumes where it stopped)."""
         rates = parse_lrs(lrs)
         cfg, arm_list = _study_config(params, overrides, quick, arms)
-        out = study(cfg, results, quick, study_command(str(params), overrides, quick, arm_list, results, rates), rates)
+        command = study_command(str(params), overrides, quick, arm_list, results, rates, lr_extensions)
+        out = study(cfg, results, quick, command, rates,
+                    lr_sweep.MAX_EXTENSIONS if lr_extensions is None else lr_extensions)
         typer.echo(f"\nfade study finished: {out['runtime_s'] / 60:.1f} min in total over {out['sittings']} sitting(s)")
         _verdicts(out)
         typer.echo(f"study: {out['study_md']}\nclaims: {out['claims']}\nreport: {out['report']}")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fade_core import lr_sweep
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_pipeline import MICRO, ROOT, _env  # noqa: E402
 
@@ -34,7 +36,8 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     results = tmp_path / "results"
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1", "train.eval_every=1",
                                                  "train.eval_problems=4", "train.eval_samples=4"]), [])
-    args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--lrs", "1e-3,3e-3", "--params", str(params),
+    args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--lrs", "1e-3,3e-3", "--lr-extensions", "1",
+            "--params", str(params),
             "--results", str(results), *sets]
     out = _study(tmp_path, prefect_api, *args)
     root = results / "study"
@@ -46,13 +49,18 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     choice = json.loads((root / "sweep" / "lr_choice.json").read_text())
     assert choice["lrs"] == [1e-3, 3e-3] and set(choice["arms"]) == {"asym_d0_5", "asym_d2"}
     sweep_runs = sorted(p.name.split("-s")[0] for p in (root / "sweep" / "runs").glob("*/*") if p.is_dir())
-    assert sweep_runs == ["asym_d0_5__lr0p001", "asym_d0_5__lr0p003", "asym_d2__lr0p001", "asym_d2__lr0p003"]
+    # with two rates every choice is an edge: the edge rule trained each arm once more, one grid step past it
+    assert len(sweep_runs) == 6
     for arm, c in choice["arms"].items():
         scores = {float(k): v for k, v in c["scores"].items()}
         assert c["lr"] == max(scores, key=lambda k: (scores[k], -k))  # the best criterion, ties to the smaller
         assert claims["arms"][arm]["lr"] == c["lr"]
+        first = max((1e-3, 3e-3), key=lambda k: (scores[k], -k))  # the choice on the given grid
+        extra = 3.33e-4 if first == 1e-3 else 9e-3
+        assert choice["rates"][arm] == sorted([1e-3, 3e-3, extra]) and set(scores) == {1e-3, 3e-3, extra}
+        assert lr_sweep.sweep_label(arm, extra) in sweep_runs
     assert "## Learning rates" in md and "(figures/lr_sensitivity.png)" in md
-    assert "--lrs 0.001,0.003" in md and "train.max_rollouts" in md
+    assert "--lrs 0.001,0.003 --lr-extensions 1" in md and "train.max_rollouts" in md
     ids = [c["id"] for c in claims["claims"]]
     assert ids[:4] == ["testbed_headroom", "sign_entropy", "sign_rank1", "sign_drift"]
     checks = {"testbed_headroom", "aa_control", "fade_schedule_engaged"}

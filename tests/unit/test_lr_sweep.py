@@ -110,3 +110,47 @@ def test_a_tied_arm_is_not_swept_and_takes_its_partners_rate(tmp_path) -> None:
                                                    "pipeline.arms={rloo: {method: rloo}, a: {method: grpo}}"]), tmp_path)
     assert list(lr_sweep.sweep_config(placed, (1e-3, 3e-3), tied={"rloo": "a"}).pipeline.arms) == [
         "a__lr0p001", "a__lr0p003"]
+
+
+# ------------------------------------------------------------------------------ the edge rule
+def test_next_rate_steps_one_grid_step_past_either_edge() -> None:
+    assert lr_sweep.next_rate((1e-4, 3e-4, 1e-3), lower=True) == 3.33e-5
+    assert lr_sweep.next_rate((1e-4, 3e-4, 1e-3), lower=False) == 3.33e-3
+    assert lr_sweep.next_rate((3.33e-5, 1e-4, 3e-4, 1e-3), lower=True) == pytest.approx(1.11e-5)
+    assert lr_sweep.next_rate((1e-3, 3e-3), lower=False) == 9e-3  # the step of the two outermost rates
+    assert lr_sweep.next_rate((1e-3,), lower=True) == pytest.approx(1e-3 / math.sqrt(10), rel=1e-2)
+    with pytest.raises(ValueError, match="positive"):
+        lr_sweep.next_rate((), lower=True)
+
+
+def test_extensions_go_past_the_edge_the_choice_sits_on_and_nowhere_else() -> None:
+    grid = {1e-4: 0.1, 3e-4: 0.2, 1e-3: 0.05}
+    choices = {
+        "lo": lr_sweep.LrChoice("lo", 1e-4, {**grid, 1e-4: 0.3}),
+        "mid": lr_sweep.LrChoice("mid", 3e-4, grid),
+        "hi": lr_sweep.LrChoice("hi", 1e-3, {**grid, 1e-3: 0.4}),
+        "tied": lr_sweep.LrChoice("tied", 1e-4, {}),  # runs at a partner's rate: never extended
+        "none": lr_sweep.LrChoice("none", None, {1e-4: math.nan, 3e-4: math.nan}),
+        "one": lr_sweep.LrChoice("one", 1e-4, {1e-4: 0.2, 3e-4: math.nan}),  # one measured rate: no choice made
+    }
+    assert lr_sweep.extensions(choices) == {"lo": 3.33e-5, "hi": 3.33e-3}
+
+
+def test_per_arm_rates_sweep_and_choose_each_arm_on_its_own_grid(tmp_path) -> None:
+    arms = {"a": Arm(method="rloo"), "b": Arm(method="grpo")}
+    rates = {"a": [1e-4, 3e-4, 3.33e-5], "b": [1e-4, 3e-4]}
+    assert list(lr_sweep.sweep_arms(arms, rates)) == [
+        "a__lr0p0001", "a__lr0p0003", "a__lr3p33em05", "b__lr0p0001", "b__lr0p0003"]
+    assert list(lr_sweep.sweep_arms(arms, {"b": [1e-3]})) == ["b__lr0p001"]  # an arm not named is not swept
+    with pytest.raises(ValueError, match="at least one rate"):
+        lr_sweep.sweep_arms(arms, {"c": [1e-3]})
+    train = _records({"a__lr0p0001": [0.3] * 3, "a__lr0p0003": [0.2] * 3, "a__lr3p33em05": [0.35] * 3,
+                      "b__lr0p0001": [0.1] * 3, "b__lr0p0003": [0.2] * 3, "b__lr3p33em05": [0.9] * 3})
+    got = lr_sweep.choose(train, ["a", "b"], rates)
+    assert got["a"].lr == 3.33e-5 and set(got["a"].scores) == {1e-4, 3e-4, 3.33e-5}
+    assert got["b"].lr == 3e-4 and set(got["b"].scores) == {1e-4, 3e-4}  # b's extra run is not on b's grid
+    assert lr_sweep.extensions(got) == {"a": pytest.approx(1.11e-5), "b": 9e-4}
+    placed = plan.place_outputs(config.load(None, ["train.eval_every=10",
+                                                   "pipeline.arms={a: {method: rloo}, b: {method: grpo}}"]), tmp_path)
+    assert list(lr_sweep.sweep_config(placed, {"a": [3.33e-5]}).pipeline.arms) == ["a__lr3p33em05"]
+    assert "one grid step below (above)" in lr_sweep.RULE and lr_sweep.MAX_EXTENSIONS == 2
