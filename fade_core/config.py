@@ -219,6 +219,7 @@ class TrainConfig(Section):
     steps: int = Field(300, ge=1, description="RL steps (one rollout batch each; 300 take ~2.5 min for the tiny model on 2 cores).")
     max_rollouts: int | None = Field(None, ge=1, description="Rollout budget: the run ends after the step at which it has sampled this many rollouts in all (refills and resampled groups counted), with a checkpoint there, so methods that sample more per step (dapo, codapo) stop earlier (null: train.steps alone).")
     levels: list[str] | None = Field(None, min_length=1, description="Difficulty levels (the problem table's difficulty_level, e.g. easy) whose training problems RL samples (null: every level); the periodic pass@1 and the evaluation keep every level.")
+    problem_pool: int | None = Field(None, ge=1, description="RL samples only the first N training problems (after train.levels, in the problem table's order: countdown's is its seeded generator's): a fixed pool revisited for many epochs, so the training solve rate can rise far (null: every training problem).")
     prompts_per_step: int = Field(32, ge=1, description="Prompts sampled per step.")
     group_size: int = Field(16, ge=1, description="Rollouts per prompt (G).")
     lr: float = Field(1e-3, gt=0, description="AdamW learning rate (1e-3 suits the built-in tiny model; ~1e-6 for 7B).")

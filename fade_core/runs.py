@@ -49,6 +49,9 @@ STEP_DIR_RE = re.compile(r"^step-(\d+)$")
 RUN_ID_RE = re.compile(r"^(?P<label>.+)-s(?P<seed>-?\d+)-(?P<hash>[0-9a-f]{8})$")
 RUN_HASH_SECTIONS = ("data", "model", "warmstart", "train", "rollout")
 RUN_HASH_IGNORED = ("label", "runs_dir", "checkpoint_every", "rank1_every")
+NEW_KEYS_UNSET = ("problem_pool",)
+"""train keys added after runs were made: left out of the hash while unset, so those runs keep their ids (and
+resume); a pool that is set changes the training problems, and so their digest, anyway."""
 
 
 # ============================================================================ identity
@@ -70,7 +73,8 @@ def problems_digest(problems: Sequence[dict[str, Any]]) -> str:
 def run_hash(cfg: Any, problems: str | None = None) -> str:
     """8-hex fingerprint of the sections that shape a run (``train``'s naming and bookkeeping fields left
     out) and, when given, the :func:`problems_digest` of the problems it trains on."""
-    base = cfg.fingerprint(*RUN_HASH_SECTIONS, exclude={"train": RUN_HASH_IGNORED})
+    ignored = RUN_HASH_IGNORED + (NEW_KEYS_UNSET if cfg.train.problem_pool is None else ())
+    base = cfg.fingerprint(*RUN_HASH_SECTIONS, exclude={"train": ignored})
     return base if problems is None else hashlib.sha256(f"{base}:{problems}".encode()).hexdigest()[:8]
 
 

@@ -105,8 +105,19 @@ def load_problems(cfg: Any, problems_path: str | Path | None = None, split: str 
     if not rows:
         raise ValueError(f"{path}: no problems in split {split!r} of benchmark {bench!r}")
     if split == "train" and cfg.train.levels is not None:
-        return select_levels(rows, cfg.train.levels, str(path))
+        rows = select_levels(rows, cfg.train.levels, str(path))
+    if split == "train" and cfg.train.problem_pool is not None:
+        rows = select_pool(rows, cfg.train.problem_pool, str(path))
     return rows
+
+
+def select_pool(rows: list[dict[str, Any]], size: int, where: str = "") -> list[dict[str, Any]]:
+    """The first ``size`` rows (config ``train.problem_pool``): RL's fixed pool of training problems. More than
+    there are is an error naming the key and the count (after train.levels)."""
+    if size > len(rows):
+        raise ValueError(f"train.problem_pool: {size} problems asked, the training split has {len(rows)} (after "
+                         "train.levels)" + (f" ({where})" if where else ""))
+    return rows[:size]
 
 
 def select_levels(rows: list[dict[str, Any]], levels: list[str], where: str = "") -> list[dict[str, Any]]:
