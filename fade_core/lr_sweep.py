@@ -36,10 +36,12 @@ import pandas as pd
 
 from fade_core.config import Arm
 
-SWEEP_LRS: tuple[float, ...] = (1e-4, 3e-4, 1e-3)
-"""The learning rates every arm is trained at. The first redesigned study swept (3e-4, 1e-3, 3e-3) at 32 prompts
-per step and every arm chose 3e-4, the grid's edge; the grid moved down one step so that its middle is that rate
-(the study now takes 16 prompts per step, whose noisier gradients favour no larger rate)."""
+SWEEP_LRS: tuple[float, ...] = (3.33e-5, 1e-4, 3e-4)
+"""The learning rates every arm is trained at. History: the first redesigned study swept (3e-4, 1e-3, 3e-3) at 32
+prompts per step and every arm chose 3e-4, the grid's edge; at 16 prompts the grid (1e-4, 3e-4, 1e-3) saw every
+arm choose 1e-4, its edge again, and with 3.33e-5 added ten of eleven arms chose 1e-4 (2026-12-04). On the pool
+design (8 prompts, 400 steps, flows/study.py) single-seed probes of fade scored 3.33e-5 and 1e-4 alike (0.114 and
+0.110) and 3e-4 lower, so the grid is centred on 1e-4 (2026-12-05); the edge rule still extends it either way."""
 SWEEP_SEED = 1000
 """The sweep's one seed: not a final seed, so choosing the rate selects none of the runs judged later."""
 CRITERION_TAIL = 3
@@ -47,7 +49,7 @@ CRITERION_TAIL = 3
 TIE_TOL = 1e-9
 MAX_EXTENSIONS = 2
 """Times an arm's rates are extended past the edge its chosen rate sits on (each: one more sweep run per arm at
-an edge). The first study at 16 prompts per step saw every arm choose the smallest rate of (1e-4, 3e-4, 1e-3)."""
+an edge). The 2026-12-04 study at 16 prompts per step saw every arm choose the smallest rate of (1e-4, 3e-4, 1e-3)."""
 RULE = (f"criterion = the mean of the last {CRITERION_TAIL} periodic validation pass@1 evaluations of the arm's "
         f"sweep run (seed {SWEEP_SEED}); the rate with the highest criterion is chosen, a tie goes to the smaller "
         "rate; when the chosen rate is the smallest (largest) of the arm's rates, the arm is also trained one grid "

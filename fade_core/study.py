@@ -467,12 +467,18 @@ def figure_links(root: Path, cfg: Any) -> dict[str, str]:
 
 
 def testbed_text(cfg: Any) -> str:
-    """The study's testbed in words: the built-in task's levels, which of them RL trains on, and the warm start."""
+    """The study's testbed in words: the built-in task's levels, which of them RL trains on (and its pool), and the
+    warm start."""
     cd, ws = cfg.data.countdown, cfg.warmstart
     levels = ", ".join(f"{name} ({lv.num_numbers} numbers in 1..{lv.max_number}, share {lv.share:g})"
                        for name, lv in cd.levels.items())
     trained = (f"RL trains on the {', '.join(cfg.train.levels)} level(s) only" if cfg.train.levels
                else "RL trains on every level")
+    pool = getattr(cfg.train, "problem_pool", None)
+    if pool:
+        epochs = cfg.train.steps * cfg.train.prompts_per_step / pool
+        trained += (f", on a fixed pool of its first {pool} training problems (train.problem_pool; "
+                    f"~{epochs:.0f} visits per problem in {cfg.train.steps} steps)")
     return (f"countdown ({cfg.train.benchmark}) with levels {levels}; {trained}, while the periodic pass@1 "
             f"({cfg.train.eval_split} split) and the final evaluation ({cfg.eval.split} split) cover every level; "
             f"base: a warm start of {ws.steps} supervised steps at correct_fraction {ws.correct_fraction:g}")

@@ -21,8 +21,9 @@ study's own figure in ``results/study/figures/``; STUDY.md links the report's fi
 
 Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
 study's arms (fade_core.study.DEFAULT_ARMS, or --arms), at least 5 seeds (params.yaml's seeds, extended),
-``train.steps=200``, ``train.prompts_per_step=16`` (STUDY_PROMPTS_PER_STEP), RL on the easy level only (``train.levels``, STUDY_TRAIN_LEVELS; validation and test
-keep every level) and a rollout budget ``train.max_rollouts`` = steps x prompts x G (so dapo and codapo
+``train.steps=400``, ``train.prompts_per_step=8`` (STUDY_PROMPTS_PER_STEP), RL on the easy level only
+(``train.levels``, STUDY_TRAIN_LEVELS; validation and test keep every level) and on a fixed pool of its first
+50 problems (``train.problem_pool``, STUDY_PROBLEM_POOL), a rollout budget ``train.max_rollouts`` = steps x prompts x G (so dapo and codapo
 stop at the same rollouts as the rest), the periodic validation pass@1 every 10 steps (``train.eval_every``,
 the sweep's criterion and the time-to-threshold curves), ``eval.checkpoints=last``, ``eval.n_samples`` at
 least 128, ``eval.ks=[1, 10, 100]`` (the k of the claims) and ``eval.skip_existing=true``. Before the
@@ -58,24 +59,30 @@ from flows.pipeline import QUICK_OVERRIDES, task_runner
 
 STUDY_NAME = "study"
 MIN_SEEDS = 5
-STUDY_STEPS = 200  # the study's steps (and so, with STUDY_PROMPTS_PER_STEP, its rollout budget)
-STUDY_PROMPTS_PER_STEP = 16  # prompts per RL step (x group_size 16 = 256 rollouts). Half of params.yaml's 32, so
-# that the 11-arm study fits ~2 h on 2 cores: a step costs about half (0.45 s against 0.95 s per worker,
-# measured), and per step FADE's run learned about as fast (p_hat 0.25 at step 100 against 0.28 with 32 prompts).
+STUDY_STEPS = 400  # the study's steps (and so, with STUDY_PROMPTS_PER_STEP, its rollout budget: 400 x 8 x 16 =
+# 51,200 rollouts, the same as the 2026-12-04 study's 200 x 16 x 16)
+STUDY_PROMPTS_PER_STEP = 8  # prompts per RL step (x group_size 16 = 128 rollouts). A quarter of params.yaml's 32:
+# a step costs ~0.31 s per worker with the periodic validation (measured 2026-12-05, two runs side by side on 2
+# cores; ~0.45 s at 16 prompts), so the 11-arm study at 400 steps fits its budget
 MIN_SAMPLES = 128
 STUDY_KS = (1, 10, 100)  # the k of the claims (pass@1 against pass@100); n >= MIN_SAMPLES estimates each
 QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
 STUDY_QUICK_OVERRIDES = [s for s in QUICK_OVERRIDES if not s.startswith("pipeline.seeds=")] + [
     f"pipeline.seeds={QUICK_SEEDS}"
 ]
-STUDY_TRAIN_LEVELS = ["easy"]  # RL trains on the easy level (3 numbers), where the solve rate rises within the
-# budget (0.15 -> ~0.35 in 150 steps, measured) and FADE's alpha can leave its cap; on all three levels the batch
-# solve rate stayed ~0.1 and FADE was Power(alpha=3) throughout. Validation and test keep every level (headroom).
-# On all ~680 easy problems p_hat stays below 1/3 for 200-300 steps at every swept rate, so FADE's alpha never
-# leaves 3 (FADE = Power(alpha=3); measured 2026-12-04). A fixed pool (train.problem_pool) moves it, single seeds
-# at 16 prompts: pool 50, lr 1e-4: alpha 3 -> 1 by step ~150, delta 0.80 at step 300; a pool of 102 easy problems
-# (another table), lr 3e-4: alpha 1 by step 150, delta 0.79 at 276. Not the study's default yet: the study with
-# a pool, its horizon (300 steps?) and its 2.5 h budget are still to be run and measured.
+STUDY_TRAIN_LEVELS = ["easy"]  # RL trains on the easy level (3 numbers), where the solve rate can rise within the
+# budget; on all three levels the batch solve rate stayed ~0.1 and FADE was Power(alpha=3) throughout. Validation
+# and test keep every level (headroom).
+STUDY_PROBLEM_POOL = 50  # ... and on a fixed pool of its first 50 easy training problems (train.problem_pool),
+# revisited for ~64 epochs, so that the training solve rate and the entropy move far enough for FADE's schedule.
+# Without a pool (all ~680 easy problems) p_hat stayed below 1/3 for 200-300 steps at every swept rate and FADE's
+# alpha never left 3 (FADE = Power(alpha=3): the 2026-12-04 study). Single-seed probes (fade, 8 prompts, pool 50,
+# 2026-12-05): lr 1e-4: alpha 3 -> 1 by step ~170, delta 0.86 at step 300 and 0.81 at 400 (67% of its reachable
+# range [0.72, 1]); lr 3.33e-5: alpha 1 by step ~400, delta 0.95 at 400; lr 3e-4: delta 0.77 at 300. Validation
+# pass@1 (the sweep's criterion) at 400 steps: 0.114 at 3.33e-5, 0.110 at 1e-4 (0.084 at 3e-4 after 300 steps).
+# At 16 prompts x 300 steps (the same cost) 1e-4 peaked at step ~150 and fell to 0.095 while 3.33e-5 rose to
+# 0.134, a rate at which delta stayed 1: the 8-prompt, 400-step design gives the schedule its best chance at the
+# rates validation prefers, and whether it engages at the rate the sweep chooses is the study's check.
 STUDY_EVAL_EVERY = 10  # periodic validation pass@1 (eval_pass1): the sweep's criterion, time-to-threshold
 QUICK_EVAL_EVERY = 5
 
@@ -105,6 +112,7 @@ def study_overrides(params_path: str, overrides: list[str] | None, quick: bool =
         f"train.steps={STUDY_STEPS}",
         f"train.prompts_per_step={STUDY_PROMPTS_PER_STEP}",
         f"train.levels={_flow_yaml(STUDY_TRAIN_LEVELS)}",
+        f"train.problem_pool={STUDY_PROBLEM_POOL}",
         f"eval.n_samples={max(base.eval.n_samples, MIN_SAMPLES)}",
         f"eval.ks={_flow_yaml(list(STUDY_KS))}",
         "eval.skip_existing=true",

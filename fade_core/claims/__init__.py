@@ -39,7 +39,8 @@ counted apart from the claims and outside Holm's family.
   claims'); unadjusted it is the stricter check. It fails by chance in ~5 % of sound studies.
 - ``fade_schedule_engaged``: in every run of arm ``fade`` alpha covers >= :data:`ALPHA_MIN_COVERAGE` of
   [1, alpha_max] and sits at one bound in <= :data:`ALPHA_MAX_SHARE_AT_BOUND` of the steps, and delta
-  falls to <= :data:`DELTA_LEFT_ONE`. Unless it passes, every other claim with an id ``fade...`` is
+  falls through >= :data:`DELTA_MIN_COVERAGE` of its reachable range [max(delta_min, 1 - H_target), 1] and to
+  <= :data:`DELTA_MAX_LOWEST`. Unless it passes, every other claim with an id ``fade...`` is
   inconclusive, "not tested: FADE's schedule did not engage (...)", and leaves Holm's family.
 
 The entropy-drift claim tests the mean per-run Pearson r of the first-order prediction
@@ -77,7 +78,8 @@ from fade_core.claims.common import (
     CHECK_IDS,
     COV,
     DELTA_COL,
-    DELTA_LEFT_ONE,
+    DELTA_MAX_LOWEST,
+    DELTA_MIN_COVERAGE,
     DIFFICULTY_AXIS,
     DISAGREES,
     ENTROPY,
@@ -144,7 +146,8 @@ __all__ = [
     "FADE_ALPHA_MAX",
     "ALPHA_MIN_COVERAGE",
     "ALPHA_MAX_SHARE_AT_BOUND",
-    "DELTA_LEFT_ONE",
+    "DELTA_MIN_COVERAGE",
+    "DELTA_MAX_LOWEST",
     "AT_BOUND_TOL",
     "ENTROPY",
     "M_S",

@@ -21,7 +21,8 @@ from fade_core.claims.common import (
     BASE,
     CHECK_IDS,
     DELTA_COL,
-    DELTA_LEFT_ONE,
+    DELTA_MAX_LOWEST,
+    DELTA_MIN_COVERAGE,
     FADE_ALPHA_LOW,
     FADE_ALPHA_MAX,
     FADE_DELTA_MIN,
@@ -50,22 +51,27 @@ from fade_core.stats import fmt_seeds as _fmt
 # ------------------------------------------------------------------------------------ checks
 def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX,
                  delta_min: float = FADE_DELTA_MIN) -> dict[str, Any] | None:
-    """One FADE run's schedule against the thresholds above (None without logged alpha and delta)."""
+    """One FADE run's schedule against the thresholds above (None without logged alpha and delta).
+
+    delta's reachable range is [floor, 1], floor = max(delta_min, 1 - H_target) (delta = clip(1 + H_hat -
+    H_target, delta_min, 1) reaches 1 - H_target at zero entropy, no lower), with the run's last logged
+    ``h_target``; without one the floor is delta_min (the widest range, the hardest to cover)."""
     a = pd.to_numeric(run[ALPHA_COL], errors="coerce").dropna().to_numpy(float) if ALPHA_COL in run else np.array([])
     d = pd.to_numeric(run[DELTA_COL], errors="coerce").dropna().to_numpy(float) if DELTA_COL in run else np.array([])
     if a.size == 0 or d.size == 0:
         return None
     cover = float((a.max() - a.min()) / (alpha_max - FADE_ALPHA_LOW))
     share, bound = max((float(np.mean(np.abs(a - b) <= AT_BOUND_TOL)), b) for b in (FADE_ALPHA_LOW, alpha_max))
-    engaged = cover >= ALPHA_MIN_COVERAGE and share <= ALPHA_MAX_SHARE_AT_BOUND and d.min() <= DELTA_LEFT_ONE
-    text = (f"alpha {a.min():.3g}-{a.max():.3g} covers {cover:.0%} of [1, {alpha_max:g}], at {bound:g} in "
-            f"{share:.0%} of steps; delta's lowest {d.min():.3g}")
     h = pd.to_numeric(run["h_target"], errors="coerce").dropna() if "h_target" in run else pd.Series(dtype=float)
-    floor = None
-    if len(h):
-        # delta = clip(1 + H_hat - H_target, delta_min, 1): at zero entropy it reaches 1 - H_target, no lower
-        floor = max(delta_min, 1.0 - float(h.iloc[-1]))
-        text += f" (its floor at zero entropy: {floor:.3g}, with H_target {float(h.iloc[-1]):.3g} nats)"
+    h_target = float(h.iloc[-1]) if len(h) else None
+    floor = max(delta_min, 1.0 - h_target) if h_target is not None else delta_min
+    d_cover = float((1.0 - d.min()) / (1.0 - floor)) if floor < 1.0 else 0.0
+    engaged = bool(cover >= ALPHA_MIN_COVERAGE and share <= ALPHA_MAX_SHARE_AT_BOUND
+                   and d_cover >= DELTA_MIN_COVERAGE and d.min() <= DELTA_MAX_LOWEST)
+    text = (f"alpha {a.min():.3g}-{a.max():.3g} covers {cover:.0%} of [1, {alpha_max:g}], at {bound:g} in "
+            f"{share:.0%} of steps; delta's lowest {d.min():.3g} covers {d_cover:.0%} of [{floor:.3g}, 1]")
+    if h_target is not None:
+        text += f" (its floor at zero entropy: {floor:.3g}, with H_target {h_target:.3g} nats)"
     p_hat = pd.to_numeric(run["p_hat"], errors="coerce").dropna() if "p_hat" in run else pd.Series(dtype=float)
     p_max = float(p_hat.max()) if len(p_hat) else None
     if p_max is not None:
@@ -76,12 +82,14 @@ def schedule_run(run: pd.DataFrame, alpha_max: float = FADE_ALPHA_MAX,
                  f"reaches {a_need:g} at {p_hat_for_alpha(a_need):.3g})")
     h_hat = pd.to_numeric(run["h_hat"], errors="coerce").dropna() if "h_hat" in run else pd.Series(dtype=float)
     h_min = float(h_hat.min()) if len(h_hat) else None
-    if h_min is not None and len(h):
-        # delta = 1 + H_hat - H_target <= DELTA_LEFT_ONE needs H_hat <= H_target - (1 - DELTA_LEFT_ONE)
-        text += (f"; H_hat's lowest {h_min:.3g} nats (delta <= {DELTA_LEFT_ONE:g} needs <= "
-                 f"{float(h.iloc[-1]) - (1.0 - DELTA_LEFT_ONE):.3g})")
-    return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), engaged=engaged, text=text,
-                delta_floor=floor, p_hat_max=p_max, h_hat_min=h_min)
+    if h_min is not None and h_target is not None:
+        # delta = 1 + H_hat - H_target <= d_need needs H_hat <= H_target - (1 - d_need)
+        d_need = min(1.0 - DELTA_MIN_COVERAGE * (1.0 - floor), DELTA_MAX_LOWEST)
+        text += (f"; H_hat's lowest {h_min:.3g} nats (delta <= {d_need:.3g} needs <= "
+                 f"{h_target - (1.0 - d_need):.3g})")
+    return dict(coverage=cover, at_bound=share, bound=bound, delta_min=float(d.min()), delta_coverage=d_cover,
+                engaged=engaged, text=text, delta_floor=floor if h_target is not None else None, p_hat_max=p_max,
+                h_hat_min=h_min)
 
 
 def p_hat_for_alpha(alpha: float) -> float:
@@ -94,7 +102,8 @@ def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None =
     """Did FADE's alpha and delta move through their ranges in every run of arm ``fade``?"""
     statement = (f"FADE's schedule engages (study check, not a paper claim): in every run of arm fade alpha covers "
                  f">= {ALPHA_MIN_COVERAGE:.0%} of [1, alpha_max] and sits at a bound in <= {ALPHA_MAX_SHARE_AT_BOUND:.0%} "
-                 f"of steps, and delta falls to <= {DELTA_LEFT_ONE:g}. Otherwise the FADE claims are not tested.")
+                 f"of steps, and delta falls through >= {DELTA_MIN_COVERAGE:.0%} of its reachable range [max(delta_min, 1 - "
+                 f"H_target), 1] and to <= {DELTA_MAX_LOWEST:g}. Otherwise the FADE claims are not tested.")
     source = "study check (issue 15: FADE ran as Power(alpha=3) with delta ~1)"
     arm = (arms or {}).get("fade")
     alpha_max = float((arm.params if arm is not None else {}).get("alpha_max", FADE_ALPHA_MAX))
@@ -109,14 +118,16 @@ def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None =
     rs = list(runs.values())
     summary = (f"alpha covered {min(r['coverage'] for r in rs):.0%} of [1, {alpha_max:g}] at worst and sat at a "
                f"bound in up to {max(r['at_bound'] for r in rs):.0%} of steps; delta's lowest value was "
-               f"{max(r['delta_min'] for r in rs):.3g} in the worst run; {len(rs) - len(bad)} of {len(rs)} runs engaged")
+               f"{max(r['delta_min'] for r in rs):.3g} in the worst run and covered "
+               f"{min(r['delta_coverage'] for r in rs):.0%} of its reachable range at worst; "
+               f"{len(rs) - len(bad)} of {len(rs)} runs engaged")
     p_max = [r["p_hat_max"] for r in rs if r["p_hat_max"] is not None]
     if p_max:
         summary += (f"; p_hat reached {max(p_max):.3g} at most (alpha leaves {alpha_max:g} above "
                     f"{p_hat_for_alpha(alpha_max):.3g})")
     meas = "; ".join(f"{rid}: {r['text']}" for rid, r in runs.items())
     limits = (f"needs coverage >= {ALPHA_MIN_COVERAGE:.0%}, at a bound <= {ALPHA_MAX_SHARE_AT_BOUND:.0%}, "
-              f"delta <= {DELTA_LEFT_ONE:g} in every run")
+              f"delta through >= {DELTA_MIN_COVERAGE:.0%} of [floor, 1] and <= {DELTA_MAX_LOWEST:g} in every run")
     verdict, reason = (FAILS, f"did not engage in {', '.join(bad)} ({limits})") if bad else (PASSES, f"engaged ({limits})")
     return Claim(SCHEDULE_ID, "fade", statement, source, meas, verdict, reason, dict(runs=runs, summary=summary))
 

@@ -179,8 +179,9 @@ def test_aa_control_stays_out_of_holms_family():
 # ------------------------------------------------------------------------------ FADE's schedule
 def test_schedule_thresholds_match_fades_ranges():
     fade = advantages.build("fade")
-    assert fade.params["alpha_max"] == cl.FADE_ALPHA_MAX and fade.params["delta_min"] < cl.DELTA_LEFT_ONE < 1.0
-    assert (cl.ALPHA_MIN_COVERAGE, cl.ALPHA_MAX_SHARE_AT_BOUND, cl.DELTA_LEFT_ONE) == (0.5, 0.9, 0.8)
+    assert fade.params["alpha_max"] == cl.FADE_ALPHA_MAX and fade.params["delta_min"] < cl.DELTA_MAX_LOWEST < 1.0
+    assert (cl.ALPHA_MIN_COVERAGE, cl.ALPHA_MAX_SHARE_AT_BOUND, cl.DELTA_MIN_COVERAGE, cl.DELTA_MAX_LOWEST) == (
+        0.5, 0.9, 0.5, 0.9)
 
 
 @pytest.mark.parametrize("case, engaged", [
@@ -202,6 +203,28 @@ def test_schedule_check(case, engaged):
     assert len(c.values["runs"]) == 3
 
 
+@pytest.mark.parametrize("h_target, lowest, engaged", [
+    (0.28, 0.86, True),    # floor 0.72: 0.14 / 0.28 = 50% of [0.72, 1]
+    (0.28, 0.87, False),   # 46%
+    (None, 0.86, False),   # no H_target logged: the floor is delta_min 0.3, 0.14 / 0.7 = 20%
+    (None, 0.65, True),    # 50% of [0.3, 1]
+    (0.05, 0.95, False),   # the whole reachable range [0.95, 1], but delta moved only 0.05 (> DELTA_MAX_LOWEST)
+    (0.15, 0.9, True),     # [0.85, 1]: 67%, and 0.9 is low enough
+])
+def test_schedule_check_measures_delta_against_its_reachable_range(h_target, lowest, engaged):
+    alpha, _ = _moving()
+    delta = np.linspace(1.0, lowest, len(alpha))
+    records = _fade_records(alpha, delta)
+    if h_target is not None:
+        records = records.assign(h_target=h_target)
+    c = cl.claim_schedule_engaged(records, st.study_arms())
+    assert c.verdict == (cl.PASSES if engaged else cl.FAILS), c.reason
+    floor = 0.3 if h_target is None else max(0.3, 1 - h_target)
+    for r in c.values["runs"].values():
+        assert r["delta_coverage"] == pytest.approx((1 - lowest) / (1 - floor))
+    assert f"covered {(1 - lowest) / (1 - floor):.0%} of its reachable range at worst" in c.values["summary"]
+
+
 def test_schedule_check_states_delta_floor_of_a_low_entropy_policy():
     """With H_target = 0.28 nats (half a first entropy of 0.56), delta cannot go below 0.72: the check says so."""
     alpha, delta = _pinned()
@@ -215,7 +238,8 @@ def test_schedule_check_states_delta_floor_of_a_low_entropy_policy():
 
 def test_schedule_check_says_how_far_p_hat_and_h_hat_were_from_moving_the_schedule():
     """The measurement names the p_hat and H_hat a run reached against the values that would move alpha and
-    delta (alpha = 3 (1 - p)/(2 p): 3 at p = 1/3, 2 at 3/7; delta <= 0.8 needs H_hat <= H_target - 0.2)."""
+    delta (alpha = 3 (1 - p)/(2 p): 3 at p = 1/3, 2 at 3/7; with H_target 0.28 delta covers half of [0.72, 1] at
+    0.86, which needs H_hat <= 0.14)."""
     assert [round(checks.p_hat_for_alpha(a), 6) for a in (3.0, 2.0, 1.0)] == [round(1 / 3, 6), round(3 / 7, 6), 0.6]
     for a in (1.0, 1.7, 2.5, 3.0):  # the inverse of fade's own alpha formula
         p = checks.p_hat_for_alpha(a)
@@ -228,7 +252,7 @@ def test_schedule_check_says_how_far_p_hat_and_h_hat_were_from_moving_the_schedu
     c = cl.claim_schedule_engaged(records, st.study_arms())
     assert c.verdict == cl.FAILS
     assert "p_hat's highest 0.33 (alpha leaves 3 above 0.333, reaches 2 at 0.429)" in c.measurement
-    assert "H_hat's lowest 0.31 nats (delta <= 0.8 needs <= 0.08)" in c.measurement
+    assert "H_hat's lowest 0.31 nats (delta <= 0.86 needs <= 0.14)" in c.measurement
     assert "p_hat reached 0.33 at most (alpha leaves 3 above 0.333)" in c.values["summary"]
     assert all(r["p_hat_max"] == pytest.approx(0.33) and r["h_hat_min"] == pytest.approx(0.31)
                for r in c.values["runs"].values())
