@@ -16,6 +16,7 @@ on the work lists of fade_core.plan. The training runs and evaluations are submi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -136,10 +137,38 @@ def train_all(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[st
     plans = plan.run_plans(cfg)
     get_run_logger().info("%s: %d runs (%d arms x %d seeds) on %d workers", what, len(plans),
                           len(cfg.pipeline.arms), len(cfg.pipeline.seeds), cfg.pipeline.workers)
-    runs_dirs = sorted({Path(p.config.train.runs_dir) for p in plans})
-    with progress.watch(what, "steps", len(plans) * cfg.train.steps,
-                        lambda: progress.training_steps(runs_dirs, cfg.train.steps)):
+    run_dirs = planned_run_dirs(plans)
+    if run_dirs is not None:
+        def done() -> int:
+            return progress.planned_steps(run_dirs, cfg.train.steps)
+    else:  # the problems cannot be read here (the runs will say why): count every run in the arms' folders
+        runs_dirs = sorted({Path(p.config.train.runs_dir) for p in plans})
+
+        def done() -> int:
+            return progress.training_steps(runs_dirs, cfg.train.steps)
+    with progress.watch(what, "steps", len(plans) * cfg.train.steps, done):
         return plans, train_runs(plans, cached=cached, extra_tags=extra_tags)
+
+
+def planned_run_dirs(plans: list[plan.RunPlan]) -> list[Path] | None:
+    """The run folder each plan trains in (its run id hashes its config and its training problems, read as the
+    trainer reads them), or None when the problems cannot be read."""
+    from fade_core import runs
+    from fade_core.train import load_problems
+
+    digests: dict[str, str] = {}
+    out = []
+    try:
+        for p in plans:
+            t = p.config.train
+            key = json.dumps([p.config.data.model_dump(mode="json"), t.benchmark, t.levels, t.problem_pool],
+                             sort_keys=True)
+            if key not in digests:
+                digests[key] = runs.problems_digest(load_problems(p.config))
+            out.append(runs.run_dir(p.config, digests[key]))
+    except (OSError, ValueError):
+        return None
+    return out
 
 
 def compare(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[str, ...] = ()) -> dict[str, Any]:

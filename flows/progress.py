@@ -68,6 +68,12 @@ def training_steps(runs_dirs: list[Path], steps: int) -> int:
     return sum(min(steps, jsonl_last_step(m)) for d in runs_dirs for m in d.glob("*/metrics.jsonl"))
 
 
+def planned_steps(run_dirs: list[Path], steps: int) -> int:
+    """Steps recorded so far by exactly the runs ``run_dirs`` (each counted up to ``steps``): other runs in the
+    same folders (another config's, left by an earlier study) do not count."""
+    return sum(min(steps, jsonl_last_step(d / "metrics.jsonl")) for d in run_dirs)
+
+
 def results_parts(results_dir: Path) -> int:
     """Results parts committed so far (one per evaluated checkpoint and benchmark)."""
     return sum(1 for _ in (results_dir / "samples").rglob("step-*.parquet")) if results_dir.is_dir() else 0

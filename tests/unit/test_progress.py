@@ -34,3 +34,31 @@ def test_watch_prints_a_line_every_interval_when_not_a_terminal():
     lines = out.getvalue().splitlines()
     assert len(lines) >= 3 and all(line.startswith("fade run: train ") for line in lines)
     assert "\r" not in out.getvalue() and "ETA" in lines[-2]
+
+
+def test_planned_steps_count_only_the_planned_runs_not_older_runs_in_the_same_folder(tmp_path):
+    """A study resumed after a change of config leaves the older runs in the arms' folders: the progress line
+    counts the runs the stage trains, not those (issue: "lr sweep 800/800 steps" while its runs were at 88)."""
+    from fade_core import config as fconfig
+    from fade_core import plan, runs
+    from fade_core.train import load_problems
+    from flows.pipeline import planned_run_dirs
+
+    sets = [f"data.out_dir={tmp_path / 'data'}", "data.countdown.num_train=60", "data.countdown.num_validation=12",
+            "data.countdown.num_test=12", f"train.runs_dir={tmp_path / 'runs'}", "pipeline.seeds=[0, 1]",
+            "pipeline.arms={a: {method: grpo}}"]
+    cfg = fconfig.load(None, sets)
+    pooled = fconfig.load(None, sets + ["train.problem_pool=5"])
+    dirs, other = planned_run_dirs(plan.run_plans(cfg)), planned_run_dirs(plan.run_plans(pooled))
+    assert dirs is not None and other is not None and len(set(dirs)) == len(dirs) == 2
+    assert {d.parent for d in dirs} == {d.parent for d in other} and not set(dirs) & set(other)  # same folder
+    # the trainer's own naming: run_id(config, digest of the problems it loads)
+    assert [d.name for d in dirs] == [runs.run_id(p.config, runs.problems_digest(load_problems(p.config)))
+                                      for p in plan.run_plans(cfg)]
+    for d, n in ((dirs[0], 3), (other[0], 9), (other[1], 9)):
+        d.mkdir(parents=True)
+        (d / "metrics.jsonl").write_text("\n".join(json.dumps({"step": s}) for s in range(1, n + 1)) + "\n")
+    assert progress.planned_steps(dirs, steps=10) == 3  # dirs[1] has not started; the pooled runs do not count
+    assert progress.training_steps(sorted({d.parent for d in dirs}), steps=10) == 21  # what the old count saw
+    bad = fconfig.load(None, sets + ["train.benchmark=humaneval"])
+    assert planned_run_dirs(plan.run_plans(bad)) is None  # not prepared: the fallback count
