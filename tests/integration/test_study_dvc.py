@@ -57,7 +57,7 @@ def test_dvc_repro_of_the_study_group_on_a_micro_budget(tmp_path, prefect_api):
     the figure; the report has the study section; a second repro has nothing to do."""
     repo = _fresh_copy(tmp_path / "repo")
     env = _env(tmp_path, prefect_api)
-    sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0]", "eval.ks=[1, 2, 4]"]), [])
+    sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0]", "eval.ks=[1, 2, 4]", "train.problem_pool=8"]), [])
     _run([str(BIN / "fade"), "study", "params", "--quick", "--arms", "asym_d0_5,asym_d2", *sets,
           "--write", "study/params.yaml"], repo, env)
     out = _run([str(BIN / "dvc"), "repro", "study/dvc.yaml"], repo, env, timeout=1200)

@@ -35,7 +35,8 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     params.write_text("{}\n")
     results = tmp_path / "results"
     sets = sum((["--set", s] for s in MICRO + ["pipeline.seeds=[0, 1]", "pipeline.workers=1", "train.eval_every=1",
-                                                 "train.eval_problems=4", "train.eval_samples=4"]), [])
+                                                 "train.eval_problems=4", "train.eval_samples=4",
+                                                 "train.problem_pool=8"]), [])  # MICRO has ~22 easy problems
     args = ["run", "--quick", "--arms", "asym_d0_5,asym_d2", "--lrs", "1e-3,3e-3", "--lr-extensions", "1",
             "--params", str(params),
             "--results", str(results), *sets]
@@ -60,6 +61,7 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
         assert choice["rates"][arm] == sorted([1e-3, 3e-3, extra]) and set(scores) == {1e-3, 3e-3, extra}
         assert lr_sweep.sweep_label(arm, extra) in sweep_runs
     assert "## Learning rates" in md and "(figures/lr_sensitivity.png)" in md
+    assert "on a fixed pool of its first 8 training problems (train.problem_pool" in md
     assert "--lrs 0.001,0.003 --lr-extensions 1" in md and "train.max_rollouts" in md
     ids = [c["id"] for c in claims["claims"]]
     assert ids[:4] == ["testbed_headroom", "sign_entropy", "sign_rank1", "sign_drift"]
