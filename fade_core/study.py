@@ -74,8 +74,9 @@ DEFAULT_ARMS = ("asym_d0_5", "asym_d1", "asym_d2", "power_a2", "power_a3", "fade
 ablations, rloo for the A/A control), grpo (the baseline everyone runs) and dapo (whose per-step budget
 differs: the budget comparison). dr_grpo (the same advantage as asym_d1, r - rbar, with another loss
 normaliser), codapo, passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out toward the study's 2.5-hour
-budget on 2 cores (dr_grpo and codapo dropped on 2026-12-04; `--arms` runs any of them). The 11 arms at 16
-prompts per step took about 2 h 01 min of wall time on 2 cores (2026-12-04, STUDY.md), within the budget."""
+budget on 2 cores (dr_grpo and codapo dropped on 2026-12-04; `--arms` runs any of them). The 11 arms on the pool
+design (8 prompts x 400 steps, a 3-rate sweep plus one edge extension) took 1 h 57 min of wall time on 2 cores
+in one sitting (2026-12-05, STUDY.md; tests ran beside its first 15 minutes), within the budget."""
 LR_TIED = {"rloo": "asym_d1"}
 """Arms not swept, running at a partner's chosen rate: rloo is asym_d1's update under AdamW, and the A/A
 control must compare the two at one rate (fade_core.lr_sweep.choose)."""

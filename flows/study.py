@@ -1,6 +1,6 @@
 """`fade study`: the FADE paper's claims checked on fade's own runs, as one Prefect flow and four commands.
 
-    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples: ~2 h on 2 cores (STUDY.md: measured)
+    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples: ~1 h 57 min on 2 cores (STUDY.md)
     fade study run --quick    # the same machinery on a smoke budget
     fade study run --arms asym_d0_5,asym_d2 --set pipeline.seeds=[0,1]
     fade study params --write study/params.yaml   # the study's resolved params, for the DVC stage group
