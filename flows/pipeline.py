@@ -152,7 +152,8 @@ def train_all(cfg: fconfig.Config, *, cached: bool = False, extra_tags: tuple[st
 
 def planned_run_dirs(plans: list[plan.RunPlan]) -> list[Path] | None:
     """The run folder each plan trains in (its run id hashes its config and its training problems, read as the
-    trainer reads them), or None when the problems cannot be read."""
+    trainer reads them), or None when they cannot be read for any reason (the progress line then counts every run in
+    the arms' folders, and the training task itself raises the error)."""
     from fade_core import runs
     from fade_core.train import load_problems
 
@@ -166,7 +167,7 @@ def planned_run_dirs(plans: list[plan.RunPlan]) -> list[Path] | None:
             if key not in digests:
                 digests[key] = runs.problems_digest(load_problems(p.config))
             out.append(runs.run_dir(p.config, digests[key]))
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - a progress line must never stop a run; the training task reports the error
         return None
     return out
 
