@@ -1,6 +1,6 @@
 """`fade study`: the FADE paper's claims checked on fade's own runs, as one Prefect flow and four commands.
 
-    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples: ~1 h 57 min on 2 cores (STUDY.md)
+    fade study run            # lr sweep, then 11 arms x 5 seeds, n >= 128 samples: ~2.5 h on 2 cores (STUDY.md)
     fade study run --quick    # the same machinery on a smoke budget
     fade study run --arms asym_d0_5,asym_d2 --set pipeline.seeds=[0,1]
     fade study params --write study/params.yaml   # the study's resolved params, for the DVC stage group
@@ -21,7 +21,7 @@ study's own figure in ``results/study/figures/``; STUDY.md links the report's fi
 
 Defaults on top of params.yaml (``--set`` overrides win over all of them): ``pipeline.name=study``, the
 study's arms (fade_core.study.DEFAULT_ARMS, or --arms), at least 5 seeds (params.yaml's seeds, extended),
-``train.steps=400``, ``train.prompts_per_step=8`` (STUDY_PROMPTS_PER_STEP), RL on the easy level only
+``train.steps=600`` (STUDY_STEPS), ``train.prompts_per_step=8`` (STUDY_PROMPTS_PER_STEP), RL on the easy level only
 (``train.levels``, STUDY_TRAIN_LEVELS; validation and test keep every level) and on a fixed pool of its first
 50 problems (``train.problem_pool``, STUDY_PROBLEM_POOL), a rollout budget ``train.max_rollouts`` = steps x prompts x G (so dapo and codapo
 stop at the same rollouts as the rest), the periodic validation pass@1 every 10 steps (``train.eval_every``,
@@ -59,11 +59,16 @@ from flows.pipeline import QUICK_OVERRIDES, task_runner
 
 STUDY_NAME = "study"
 MIN_SEEDS = 5
-STUDY_STEPS = 400  # the study's steps (and so, with STUDY_PROMPTS_PER_STEP, its rollout budget: 400 x 8 x 16 =
-# 51,200 rollouts, the same as the 2026-12-04 study's 200 x 16 x 16)
+STUDY_STEPS = 600  # the study's steps (and so, with STUDY_PROMPTS_PER_STEP, its rollout budget: 600 x 8 x 16 =
+# 76,800 rollouts). 400 steps (the 2026-12-05 pool study) left FADE's entropy at ~0.24 nats at the chosen rate and
+# delta >= 0.945: the schedule check failed. 600 steps with H_target = 0.65 x H_0 (fade_core.study.
+# FADE_TARGET_FRACTION, which gives the probes) is the cheapest design where delta covered half its range at
+# 3.33e-5 in the probes; 800 steps at the default target would have doubled the study's cost. Probes at 8 prompts
+# x 800 steps: validation pass@1 (the sweep's criterion) of fade 0.139 at step 600 and 0.122 at 800 at 3.33e-5,
+# 0.086 / 0.094 at 1e-4, which overfits the pool after ~400 steps.
 STUDY_PROMPTS_PER_STEP = 8  # prompts per RL step (x group_size 16 = 128 rollouts). A quarter of params.yaml's 32:
 # a step costs ~0.31 s per worker with the periodic validation (measured 2026-12-05, two runs side by side on 2
-# cores; ~0.45 s at 16 prompts), so the 11-arm study at 400 steps fits its budget
+# cores; ~0.45 s at 16 prompts; ~0.3 s at 4 prompts too, so halving the prompts does not halve a step)
 MIN_SAMPLES = 128
 STUDY_KS = (1, 10, 100)  # the k of the claims (pass@1 against pass@100); n >= MIN_SAMPLES estimates each
 QUICK_SEEDS = [0, 1]  # two seeds, so the smoke run still has a seed-to-seed spread
@@ -74,15 +79,15 @@ STUDY_TRAIN_LEVELS = ["easy"]  # RL trains on the easy level (3 numbers), where 
 # budget; on all three levels the batch solve rate stayed ~0.1 and FADE was Power(alpha=3) throughout. Validation
 # and test keep every level (headroom).
 STUDY_PROBLEM_POOL = 50  # ... and on a fixed pool of its first 50 easy training problems (train.problem_pool),
-# revisited for ~64 epochs, so that the training solve rate and the entropy move far enough for FADE's schedule.
+# revisited ~96 times each in 600 steps, so that the training solve rate and the entropy move far enough for FADE's schedule.
 # Without a pool (all ~680 easy problems) p_hat stayed below 1/3 for 200-300 steps at every swept rate and FADE's
 # alpha never left 3 (FADE = Power(alpha=3): the 2026-12-04 study). Single-seed probes (fade, 8 prompts, pool 50,
 # 2026-12-05): lr 1e-4: alpha 3 -> 1 by step ~170, delta 0.86 at step 300 and 0.81 at 400 (67% of its reachable
 # range [0.72, 1]); lr 3.33e-5: alpha 1 by step ~400, delta 0.95 at 400; lr 3e-4: delta 0.77 at 300. Validation
 # pass@1 (the sweep's criterion) at 400 steps: 0.114 at 3.33e-5, 0.110 at 1e-4 (0.084 at 3e-4 after 300 steps).
 # At 16 prompts x 300 steps (the same cost) 1e-4 peaked at step ~150 and fell to 0.095 while 3.33e-5 rose to
-# 0.134, a rate at which delta stayed 1: the 8-prompt, 400-step design gives the schedule its best chance at the
-# rates validation prefers, and whether it engages at the rate the sweep chooses is the study's check.
+# 0.134, a rate at which delta stayed 1: hence 8 prompts a step (the horizon and the entropy target: STUDY_STEPS);
+# whether the schedule engages at the rate the sweep chooses is the study's check.
 STUDY_EVAL_EVERY = 10  # periodic validation pass@1 (eval_pass1): the sweep's criterion, time-to-threshold
 QUICK_EVAL_EVERY = 5
 

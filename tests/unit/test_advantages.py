@@ -502,6 +502,21 @@ def test_fade_ema_arithmetic_and_auto_target():
     assert fade.steps == 3
 
 
+def test_fade_target_fraction_sets_the_auto_target_and_delta_follows():
+    """The study's FADE arms set target_fraction (fade_core.study.FADE_TARGET_FRACTION): H_target is that share of
+    the first entropy, and delta = clip(1 + H_hat - H_target, delta_min, 1) falls as soon as H_hat is below it."""
+    fade = A.build("fade", target_fraction=0.65)
+    fade.observe(solve_rate=0.5, entropy=0.6)
+    assert fade.h_target == pytest.approx(0.39) and fade.delta == 1.0
+    for _ in range(200):  # the entropy EMA falls toward 0.1: delta -> 1 + 0.1 - 0.39 = 0.71
+        fade.observe(solve_rate=0.5, entropy=0.1)
+    h = fade.h_hat
+    assert h == pytest.approx(0.1 + 0.5 * 0.98 ** 200) and fade.delta == pytest.approx(1 + h - 0.39)
+    assert A.build("fade").params["target_fraction"] == 0.5  # the spec's auto stays the default
+    with pytest.raises(ValueError, match="target_fraction"):
+        A.build("fade", target_fraction=0)
+
+
 def test_fade_schedule_boundaries():
     assert A.build("fade", p_init=0.2).alpha == 3.0  # 6 -> clipped to alpha_max
     assert A.build("fade", p_init=0.0).alpha == 3.0

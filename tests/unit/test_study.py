@@ -47,8 +47,11 @@ def test_study_arms_cover_the_axes_and_validate():
     assert {d: arms[x].params["delta"] for d, x in cl.SIGN_AXIS.items()} == {0.5: 0.5, 1.0: 1.0, 2.0: 2.0}
     assert all(arms[x].method == "asym_grpo" for x in cl.SIGN_AXIS.values())
     assert arms["power_a2"].params == {"alpha": 2.0} and arms["power_a3"].params == {"alpha": 3.0}
-    assert arms["fade_fixed_alpha"].params == {"fixed_alpha": 2.0}
-    assert arms["fade_fixed_delta"].params == {"fixed_delta": 1.0}
+    # FADE's entropy target is set for the study (st.FADE_TARGET_FRACTION) and the ablations carry the same one,
+    # so each differs from fade in one schedule only
+    assert arms["fade"].params == {"target_fraction": st.FADE_TARGET_FRACTION} and st.FADE_TARGET_FRACTION != 0.5
+    assert arms["fade_fixed_alpha"].params == {**arms["fade"].params, "fixed_alpha": 2.0}
+    assert arms["fade_fixed_delta"].params == {**arms["fade"].params, "fixed_delta": 1.0}
     assert set(st.OTHER_METHODS) <= set(arms) and set(cl.FADE_ARMS) <= set(arms)
     assert arms["pkpo_sloo1"].method == "pkpo" and "pkpo" not in arms and arms["dr_grpo"].method == "dr_grpo"
     assert set(st.DEFAULT_ARMS) <= set(arms) and set(st.ARM_NOTES) <= set(arms)
@@ -312,20 +315,20 @@ def test_study_overrides_defaults_quick_and_user_win(tmp_path):
     params.write_text("pipeline:\n  seeds: [5]\neval:\n  n_samples: 32\n")
     sets = flow_study.study_overrides(str(params), ["eval.max_problems=3"])
     cfg = config.load(params, sets)
-    assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7, 8, 9] and cfg.train.steps == 400
+    assert cfg.pipeline.name == "study" and cfg.pipeline.seeds == [5, 6, 7, 8, 9] and cfg.train.steps == 600
     assert cfg.eval.n_samples == 128 and cfg.eval.skip_existing and cfg.eval.max_problems == 3
     assert list(cfg.pipeline.arms) == list(st.DEFAULT_ARMS)
     assert cfg.pipeline.arms["asym_d0_5"].params == {"delta": 0.5}
     # periodic validation pass@1 (the sweep's criterion), the last checkpoint evaluated, budgets in rollouts
     assert cfg.train.eval_every == 10 and cfg.train.eval_split == "validation" and cfg.eval.checkpoints == "last"
     assert cfg.train.max_rollouts == cfg.train.steps * cfg.train.prompts_per_step * cfg.train.group_size
-    assert cfg.train.prompts_per_step == flow_study.STUDY_PROMPTS_PER_STEP == 8 and cfg.train.max_rollouts == 51200
+    assert cfg.train.prompts_per_step == flow_study.STUDY_PROMPTS_PER_STEP == 8 and cfg.train.max_rollouts == 76800
     wide = config.load(params, flow_study.study_overrides(str(params), ["train.prompts_per_step=32"]))
-    assert wide.train.prompts_per_step == 32 and wide.train.max_rollouts == 400 * 32 * 16  # the user's --set wins
+    assert wide.train.prompts_per_step == 32 and wide.train.max_rollouts == 600 * 32 * 16  # the user's --set wins
     # RL samples a fixed pool of the first 50 easy training problems, and STUDY.md's testbed line says so
     assert cfg.train.problem_pool == flow_study.STUDY_PROBLEM_POOL == 50
-    assert "on a fixed pool of its first 50 training problems (train.problem_pool; ~64 visits per problem in " \
-           "400 steps)" in st.testbed_text(cfg)
+    assert "on a fixed pool of its first 50 training problems (train.problem_pool; ~96 visits per problem in " \
+           "600 steps)" in st.testbed_text(cfg)
     assert config.load(params, flow_study.study_overrides(str(params), ["train.problem_pool=null"])).train.problem_pool is None
     # RL on the easy level, evaluation on every level, and STUDY.md says so
     assert cfg.train.levels == ["easy"] and cfg.eval.split == "test"
