@@ -21,7 +21,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip `slow` tests unless asked for; when they run, they run first (stable order otherwise), so that
+    with pytest-xdist (`-n 2 --dist worksteal`, the README's test command) the long ones start at once on
+    both workers and the many short ones fill the gaps, instead of one long test starting last."""
     if config.getoption("--runslow") or os.environ.get("FADE_RUN_SLOW") == "1":
+        items.sort(key=lambda item: "slow" not in item.keywords)
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow or FADE_RUN_SLOW=1")
     for item in items:
