@@ -445,13 +445,21 @@ def read_sittings(path: Path) -> list[dict[str, Any]]:
         raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
 
 
-def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, float] | None = None) -> tuple[float, int]:
+INTERRUPTED_STAGE = "stopped sittings (their stage split not recorded)"
+"""The stage name under which a stopped sitting's time after its last finished stage is counted."""
+
+
+def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, float] | None = None,
+                   interrupted: bool = False) -> tuple[float, int]:
     """Add this sitting (its seconds and, when known, its per-stage seconds) to root/runtime.json; return
-    (total seconds, sittings) of the study in that folder."""
+    (total seconds, sittings) of the study in that folder. ``interrupted``: the sitting stopped before the study
+    was written (a failure, Ctrl-C, SIGTERM); its time counts in the total all the same."""
     path = root / "runtime.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     sittings = read_sittings(path)
     sittings.append({"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-                     "quick": quick, **({"stages": {k: round(float(v), 1) for k, v in stages.items()}} if stages else {})})
+                     "quick": quick, **({"interrupted": True} if interrupted else {}),
+                     **({"stages": {k: round(float(v), 1) for k, v in stages.items()}} if stages else {})})
     total = sum(float(s.get("seconds", 0.0)) for s in sittings)
     path.write_text(json.dumps({"total_seconds": round(total, 1), "sittings": sittings}, indent=2) + "\n")
     return total, len(sittings)

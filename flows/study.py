@@ -228,12 +228,22 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
     log.info("study: %d arms x %d rates (sweep), then x %d seeds, %d samples per problem", len(cfg.pipeline.arms),
              len(rates), len(cfg.pipeline.seeds), cfg.eval.n_samples)
     root = plan.results_root(cfg, results)
-    t_sweep = time.perf_counter()
-    swept = lr_sweep_phase.with_options(task_runner=task_runner(cfg))(cfg, str(root), rates, lr_extensions)
-    sweep_s = time.perf_counter() - t_sweep - sum(swept["timings"].values())
-    final = cfg.model_copy(deep=True)
-    final.pipeline.arms = lr_sweep.with_chosen_lrs(cfg.pipeline.arms, swept["choices"])
-    out = pipeline.with_options(task_runner=task_runner(final))(final, results)
+    known: dict[str, float] = {}  # the stages this sitting finished, for the record of an interrupted sitting
+    try:
+        t_sweep = time.perf_counter()
+        swept = lr_sweep_phase.with_options(task_runner=task_runner(cfg))(cfg, str(root), rates, lr_extensions)
+        sweep_s = time.perf_counter() - t_sweep - sum(swept["timings"].values())
+        known = {"lr sweep": sweep_s, **swept["timings"]}
+        final = cfg.model_copy(deep=True)
+        final.pipeline.arms = lr_sweep.with_chosen_lrs(cfg.pipeline.arms, swept["choices"])
+        out = pipeline.with_options(task_runner=task_runner(final))(final, results)
+    except BaseException:  # a failure, Ctrl-C or SIGTERM (flows.cli): the sitting's time still counts
+        elapsed = time.perf_counter() - start
+        rest = max(elapsed - sum(known.values()), 0.0)
+        study_lib.record_sitting(root, elapsed, quick, {**known, study_lib.INTERRUPTED_STAGE: rest}, interrupted=True)
+        log.info("study stopped after %.0f s; this sitting is recorded in %s (a rerun resumes)", elapsed,
+                 root / "runtime.json")
+        raise
     root = Path(out["root"])
     placed = plan.place_outputs(final, root)
     stages = {"lr sweep": round(sweep_s, 1), **out.get("timings", {})}

@@ -374,6 +374,46 @@ def test_study_command_and_runtime_ledger(tmp_path):
     assert "stages (summed over the sittings): train 1 min 31 s" in md
 
 
+def test_a_stopped_study_sitting_is_recorded_and_counted(tmp_path, monkeypatch):
+    """A sitting stopped by Ctrl-C / SIGTERM (or a failure) still adds its time to runtime.json, with the stages it
+    finished (the sweep here) and the rest under INTERRUPTED_STAGE, and the interruption is re-raised; the
+    sitting that then finishes the study adds to the same total."""
+    import logging
+
+    from flows import study as flow_study
+
+    cfg = config.load("params.yaml", flow_study.study_overrides("params.yaml", ["pipeline.seeds=[0]"]))
+
+    class _Sweep:
+        def with_options(self, **_kw):
+            return lambda *_a, **_k: {"choices": {}, "timings": {"warmstart": 0.0}}
+
+    class _Stopped:
+        def with_options(self, **_kw):
+            def run(*_a, **_k):
+                raise KeyboardInterrupt
+
+            return run
+
+    monkeypatch.setattr(flow_study, "get_run_logger", lambda: logging.getLogger("t"))
+    monkeypatch.setattr(flow_study, "lr_sweep_phase", _Sweep())
+    monkeypatch.setattr(flow_study, "task_runner", lambda _cfg: None)
+    monkeypatch.setattr(flow_study.lr_sweep, "with_chosen_lrs", lambda arms, _choices: dict(arms))
+    import flows.pipeline as fp
+
+    monkeypatch.setattr(fp, "pipeline", _Stopped())
+    with pytest.raises(KeyboardInterrupt):
+        flow_study.study.fn(cfg, str(tmp_path), False, "fade study run", [1e-4], 0)
+    root = tmp_path / cfg.pipeline.name
+    sittings = st.read_sittings(root / "runtime.json")
+    assert len(sittings) == 1 and sittings[0]["interrupted"] is True
+    assert set(sittings[0]["stages"]) == {"lr sweep", "warmstart", st.INTERRUPTED_STAGE}
+    assert sum(sittings[0]["stages"].values()) == pytest.approx(sittings[0]["seconds"], abs=0.2)
+    total, n = st.record_sitting(root, 50.0, False, {"train": 50.0})
+    assert n == 2 and total == pytest.approx(sittings[0]["seconds"] + 50.0)
+    assert "interrupted" not in st.read_sittings(root / "runtime.json")[1]
+
+
 def test_final_pass_at_k_ignores_the_step_0_base_model_for_the_common_step():
     """The base model is evaluated at step 0 only: it must not drag every trained run back to step 0
     (the bug that left every final pass@k claim of the first real study without data)."""
