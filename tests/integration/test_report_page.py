@@ -134,7 +134,10 @@ def test_report_page_of_a_one_seed_comparison_in_chromium(tmp_path: Path, chromi
     lead = section(text, "How early FADE peaks", "Arms:")
     assert "problems" in lead and re.search(r"-?\d+ \[-?\d+, -?\d+\]", lead)  # steps earlier, with its CI
     prov = section(text, "Provenance", "Params")
-    assert "python -m pytest" in prov or "pytest" in prov  # the command line is this process's own
+    # the command line is this process's own (pytest's, or "-c" in a pytest-xdist worker, whose argv is that)
+    from fade_core.report.provenance import command_line
+
+    assert command_line(sys.argv) and f"command | {command_line(sys.argv)}" in prov, prov
 
 
 @pytest.mark.slow
