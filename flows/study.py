@@ -34,8 +34,9 @@ rloo takes asym_d1's
 (fade_core.study.LR_TIED).
 It resumes where it stopped: a training run restarts from its last
 checkpoint (same config, same run directory) and checkpoints already evaluated with the same
-``n_samples`` are not evaluated again. The run time of every sitting is added to
-``results/study/runtime.json`` (fade_core.study.record_sitting) and STUDY.md states the total.
+``n_samples`` are not evaluated again. The run time of every sitting, one stopped by Ctrl-C, SIGTERM or a
+failure included, is added to ``results/study/runtime.json`` (fade_core.study.record_sitting) and STUDY.md
+states the total.
 """
 
 from __future__ import annotations
@@ -240,9 +241,14 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
     except BaseException:  # a failure, Ctrl-C or SIGTERM (flows.cli): the sitting's time still counts
         elapsed = time.perf_counter() - start
         rest = max(elapsed - sum(known.values()), 0.0)
-        study_lib.record_sitting(root, elapsed, quick, {**known, study_lib.INTERRUPTED_STAGE: rest}, interrupted=True)
-        log.info("study stopped after %.0f s; this sitting is recorded in %s (a rerun resumes)", elapsed,
-                 root / "runtime.json")
+        try:
+            study_lib.record_sitting(root, elapsed, quick, {**known, study_lib.INTERRUPTED_STAGE: rest},
+                                     interrupted=True)
+            log.info("study stopped after %.0f s; this sitting is recorded in %s (a rerun resumes)", elapsed,
+                     root / "runtime.json")
+        except Exception as e:  # never hide why the study stopped behind a failure to record it
+            log.warning("study stopped after %.0f s; its time could not be recorded in %s: %s", elapsed,
+                        root / "runtime.json", e)
         raise
     root = Path(out["root"])
     placed = plan.place_outputs(final, root)

@@ -412,6 +412,10 @@ def test_a_stopped_study_sitting_is_recorded_and_counted(tmp_path, monkeypatch):
     total, n = st.record_sitting(root, 50.0, False, {"train": 50.0})
     assert n == 2 and total == pytest.approx(sittings[0]["seconds"] + 50.0)
     assert "interrupted" not in st.read_sittings(root / "runtime.json")[1]
+    # a runtime.json that cannot be read does not hide why the study stopped
+    (root / "runtime.json").write_text("not json")
+    with pytest.raises(KeyboardInterrupt):
+        flow_study.study.fn(cfg, str(tmp_path), False, "fade study run", [1e-4], 0)
 
 
 def test_final_pass_at_k_ignores_the_step_0_base_model_for_the_common_step():
