@@ -101,6 +101,9 @@ ARM_NOTES = {
     "dr_grpo": "Dr. GRPO: A = r - rbar, no std division, its constant-normaliser loss",
     "pkpo_sloo1": "PKPO's s^(loo-1) estimator (leave-one-out baseline)",
     "rloo": "the A/A control's partner of asym_d1 (the same update under AdamW)",
+    "fade": f"H_target = {FADE_TARGET_FRACTION} x the first batch's entropy, not the spec's auto 0.5: set before the "
+            "run so that delta can cover its range within the budget (fade_core.study.FADE_TARGET_FRACTION gives "
+            "the probes); fade_fixed_alpha and fade_fixed_delta carry the same target",
     "dapo": "samples up to 10 rounds per step to refill groups without signal (budget: rollouts, not steps)",
     "codapo": "a second update per step on resampled prompts (budget: rollouts, not steps)",
 }
