@@ -21,7 +21,10 @@ Tables (each a DuckDB table of the same name; see :data:`TABLES`):
     pass_at_k         mean pass@k per run, method, seed, step, benchmark, difficulty bucket ('all' = every
                       problem), with flags: too_few_samples (some problem has n < flag_n_per_k * k) and
                       incomplete (some problem has n < k and is left out)
-    pass_at_k_seeds   mean, sample std, min, max over seeds per method, step, benchmark, bucket, k
+    pass_at_k_seeds   mean, sample std, min, max over seeds per method, step, benchmark, bucket, k; every run's
+                      last evaluated step counts as its method's final step (the largest of its runs' last
+                      steps), so runs that a rollout budget stopped at different steps share one final row;
+                      run_step_min / run_step_max give the runs' own steps behind a row
     frontier          accuracy-diversity frontier: per method and step, mean pass@1 against mean pass@k (k > 1),
                       pareto = no other (method, step) point is at least as good on both and better on one
     peak              per run: the first step reaching its peak pass@1, the peak and the final pass@1
@@ -261,14 +264,27 @@ def build_tables(
                        false AS too_few_samples, false AS incomplete
                 FROM b GROUP BY ALL"""
             )
+    # Each run's last evaluated step counts as its method's final step (the largest last step of its runs):
+    # under a rollout budget (train.max_rollouts) dapo's and codapo's seeds stop at different steps, and
+    # grouping by the step alone made "final" one seed's checkpoint. No run has a non-final step at or
+    # beyond that largest last step, so the relabelling never merges a final with another step.
     con.execute(
         """CREATE OR REPLACE TABLE pass_at_k_seeds AS
-        SELECT method, step, benchmark, bucket, k,
+        WITH run_last AS (
+            SELECT run_id, method, benchmark, max(step) AS last_step FROM pass_at_k GROUP BY ALL
+        ), method_last AS (
+            SELECT method, benchmark, max(last_step) AS final_step FROM run_last GROUP BY ALL
+        ), labelled AS (
+            SELECT p.*, CASE WHEN p.step = r.last_step THEN m.final_step ELSE p.step END AS at_step
+            FROM pass_at_k p JOIN run_last r USING (run_id, method, benchmark) JOIN method_last m USING (method, benchmark)
+        )
+        SELECT method, at_step AS step, benchmark, bucket, k,
                avg(pass_at_k) AS mean, stddev_samp(pass_at_k) AS std, min(pass_at_k) AS min, max(pass_at_k) AS max,
                count(*) AS num_seeds, list(seed ORDER BY seed) AS seeds,
                bool_or(too_few_samples) AS too_few_samples, bool_or(incomplete) AS incomplete,
-               sum(num_problems) AS num_problem_evals
-        FROM pass_at_k GROUP BY ALL ORDER BY benchmark, bucket, k, method, step"""
+               sum(num_problems) AS num_problem_evals,
+               min(step) AS run_step_min, max(step) AS run_step_max
+        FROM labelled GROUP BY method, at_step, benchmark, bucket, k ORDER BY benchmark, bucket, k, method, step"""
     )
     con.execute(
         """CREATE OR REPLACE TABLE frontier AS

@@ -67,14 +67,14 @@ def fmt_p(p: float | None) -> str:
 
 # --------------------------------------------------------------------------------- per-problem scores
 def final_scores(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Per-problem pass@k of every run at its method's last evaluated step (per benchmark), with the run's
-    ``trained`` flag (false for rows without a run: the uniform sampler's): columns benchmark, method, trained,
-    seed, step, problem_id, k, pass_at_k."""
+    """Per-problem pass@k of every run at its own last evaluated step (per benchmark; under a rollout budget
+    a method's runs end at different steps), with the run's ``trained`` flag (false for rows without a run: the
+    uniform sampler's): columns benchmark, method, trained, seed, step, problem_id, k, pass_at_k."""
     return table(con, """
-        WITH last AS (SELECT benchmark, method, max(step) AS step FROM pass_at_k_problem GROUP BY ALL)
+        WITH last AS (SELECT run_id, benchmark, max(step) AS step FROM pass_at_k_problem GROUP BY ALL)
         SELECT p.benchmark, p.method, coalesce(r.trained, false) AS trained, p.seed, p.step, p.problem_id, p.k,
                p.pass_at_k
-        FROM pass_at_k_problem p JOIN last l USING (benchmark, method, step) LEFT JOIN runs r USING (run_id)
+        FROM pass_at_k_problem p JOIN last l USING (run_id, benchmark, step) LEFT JOIN runs r USING (run_id)
         ORDER BY p.benchmark, p.method, p.k, p.seed, p.problem_id""")
 
 
@@ -93,7 +93,8 @@ HEADLINE_COLUMNS = ["benchmark", "method", "final_step", "seeds", "problems", "k
 
 
 def headline_intervals(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Final-step pass@k per benchmark, method and k with its 95 % CI (long form, :data:`HEADLINE_COLUMNS`)."""
+    """Final pass@k per benchmark, method and k with its 95 % CI (long form, :data:`HEADLINE_COLUMNS`); each run
+    at its own last step, final_step the step ("600") or the range of its runs' last steps ("293-308")."""
     scores = final_scores(con)
     if scores.empty:
         return pd.DataFrame(columns=HEADLINE_COLUMNS)
@@ -107,8 +108,9 @@ def headline_intervals(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         if x.size == 0:
             continue
         iv = mean_interval(x, constant=not bool(rows.trained.iloc[0])).clip(0.0, 1.0)
-        out.append(dict(benchmark=bench, method=method, final_step=int(rows.step.iloc[0]), seeds=x.shape[0],
-                        problems=len(problems), k=int(k), mean=iv.estimate, ci_low=iv.low, ci_high=iv.high,
+        lo, hi = int(rows.step.min()), int(rows.step.max())  # runs a rollout budget stopped at different steps
+        out.append(dict(benchmark=bench, method=method, final_step=str(lo) if lo == hi else f"{lo}-{hi}",
+                        seeds=x.shape[0], problems=len(problems), k=int(k), mean=iv.estimate, ci_low=iv.low, ci_high=iv.high,
                         ci_over=iv.over, too_few_samples=few.get((bench, method, int(k)), False)))
     return pd.DataFrame(out, columns=HEADLINE_COLUMNS)
 

@@ -162,6 +162,42 @@ def test_seed_stats_peak_frontier_and_fade_lead(tmp_path):
     assert "flags" not in m["countdown"]["fade"]  # n = 20 is not below 2 * 10
 
 
+def test_runs_stopped_at_different_steps_share_one_final_row(tmp_path):
+    # a rollout budget stops dapo's seeds at different steps (296, 293, 308); every seed's last checkpoint is
+    # its final, so the final row holds all three, not the one seed that ran longest
+    spec = {
+        ("dapo", 0): {100: [(20, 2)], 296: [(20, 4)]},
+        ("dapo", 1): {100: [(20, 3)], 293: [(20, 8)]},
+        ("dapo", 2): {100: [(20, 1)], 200: [(20, 5)], 308: [(20, 6)]},
+        ("grpo", 0): {100: [(20, 2)], 600: [(20, 10)]},
+        ("grpo", 1): {100: [(20, 4)], 600: [(20, 12)]},
+    }
+    con = build(tmp_path, synth_samples(spec), ks=(1, 10))
+    rows = con.execute("SELECT step, mean, num_seeds, seeds, run_step_min, run_step_max FROM pass_at_k_seeds "
+                       "WHERE method = 'dapo' AND k = 1 AND bucket = 'all' ORDER BY step").fetchall()
+    assert [r[0] for r in rows] == [100, 200, 308]  # no single-seed rows at 293 and 296
+    fin = rows[-1]
+    assert fin[1] == pytest.approx((4 + 8 + 6) / 60) and fin[2] == 3 and fin[3] == [0, 1, 2]
+    assert (fin[4], fin[5]) == (293, 308)
+    assert rows[1][2] == 1 and (rows[1][4], rows[1][5]) == (200, 200)  # a non-final step stays as it was
+    m = agg.headline_metrics(con)
+    assert m["countdown"]["dapo"]["num_seeds"] == 3 and m["countdown"]["dapo"]["pass@1"] == pytest.approx(0.3)
+    cmp_ = con.execute("SELECT step_a, mean_a, seeds_a FROM comparisons WHERE k = 1 AND method_a = 'dapo'").fetchone()
+    assert cmp_ == (308, pytest.approx(0.3), 3)
+    fin_pts = con.execute("SELECT step, num_seeds FROM frontier WHERE method = 'dapo' AND is_final").fetchall()
+    assert fin_pts == [(308, 3)]
+    # the report's final per-problem scores: each run at its own last step
+    from fade_core.report.tables import final_scores, headline_intervals
+
+    fs = final_scores(con)
+    got = fs[(fs.method == "dapo") & (fs.k == 1)].sort_values("seed")
+    assert got.step.tolist() == [296, 293, 308] and got.pass_at_k.tolist() == pytest.approx([0.2, 0.4, 0.3])
+    hl = headline_intervals(con)
+    d = hl[(hl.method == "dapo") & (hl.k == 1)].iloc[0]
+    assert d.final_step == "293-308" and d.seeds == 3 and d["mean"] == pytest.approx(0.3)
+    assert hl[(hl.method == "grpo") & (hl.k == 1)].iloc[0].final_step == "600"
+
+
 def test_training_records_and_export(tmp_path):
     runs = tmp_path / "runs"
     for method, seed in (("fade", 0), ("grpo", 0)):
