@@ -77,9 +77,8 @@ normaliser), codapo, passk, pkpo_sloo1, maxpo, bbg and w_reinforce are left out 
 budget on 2 cores (dr_grpo and codapo dropped on 2026-12-04; `--arms` runs any of them). The 11 arms on the pool
 design at 8 prompts x 400 steps (a 3-rate sweep plus one edge extension) took 1 h 57 min of wall time on 2 cores
 in one sitting (2026-12-05; tests ran beside its first 15 minutes, ~1 h 45 min alone). At 600 steps (the
-current design, flows/study.py STUDY_STEPS) the step-bound stages grow 1.5x: ~2 h 40 min projected from its
-first sitting (1 h 41 min for the sweep and half the training), a little over the budget; STUDY.md states what it
-took."""
+current design, flows/study.py STUDY_STEPS) the step-bound stages grow 1.5x: the study took 2 h 36 min over two
+sittings (2026-12-05: 1 h 41 min for the sweep and half the training, then 55 min), a little over the budget."""
 FADE_TARGET_FRACTION = 0.65
 """FADE's entropy target in the study's FADE arms: H_target = 0.65 x the first batch's entropy (the method's
 ``target_fraction``; its default, 0.5, is the spec's "auto"). Set on 2026-12-05, before the 600-step study ran,
