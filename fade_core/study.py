@@ -368,6 +368,7 @@ def render_study_md(
     command: str,
     runtime_s: float,
     sittings: int = 1,
+    sitting_seconds: Sequence[float] = (),
     timings: Mapping[str, float] | None = None,
     timings_all: bool = False,
     figures: Mapping[str, str] | None = None,
@@ -381,7 +382,8 @@ def render_study_md(
     testbed: str = "",
 ) -> str:
     """STUDY.md: how it was run (command, run time, arms, seeds, samples), the claims table, each claim's
-    reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md). ``timings``: seconds
+    reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md).
+    ``sitting_seconds``: each sitting's seconds, stated beside the total when there are several. ``timings``: seconds
     per stage, summed over every sitting when ``timings_all`` (else those of the last sitting). ``budget``: the
     training budget in words; ``testbed``: the task and base in words (:func:`testbed_text`); ``sweep``: the learning-rate sweep ({rule, table, figure}: :func:`sweep_section`)."""
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
@@ -389,7 +391,10 @@ def render_study_md(
         lines += ["> **Smoke run (`--quick`)**: budgets far below the study's; the verdicts say nothing.", ""]
     lines += [VERDICT_RULE, "", "## How it was run", "", "```", command, "```", ""]
     if sittings:
-        lines.append(f"- run time: {_duration(runtime_s)} over {sittings} sitting(s)" + (f" on {machine}" if machine else ""))
+        each = (f" ({', '.join(_duration(x) for x in sitting_seconds)})"
+                if len(sitting_seconds) > 1 and len(sitting_seconds) == sittings else "")
+        lines.append(f"- run time: {_duration(runtime_s)} over {sittings} sitting(s){each}"
+                     + (f" on {machine}" if machine else ""))
     else:
         lines.append("- run time: not measured (the stages ran outside `fade study run`, e.g. by `dvc repro`)"
                      + (f"; claims computed on {machine}" if machine else ""))
@@ -551,8 +556,10 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
         cfg.train.runs_dir, Path(cfg.eval.results_dir) / "results.duckdb", arms=cfg.pipeline.arms,
         benchmark=cfg.train.benchmark, fig_dir=root / "figures", formats=list(cfg.report.formats) or ["png"])
     machine = f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores"
+    each = [float(x.get("seconds", 0.0)) for x in read_sittings(root / "runtime.json")] if sittings else []
     md = render_study_md(
-        claims, command=command, runtime_s=runtime_s, sittings=sittings, timings=timings, timings_all=timings_all,
+        claims, command=command, runtime_s=runtime_s, sittings=sittings, sitting_seconds=each, timings=timings,
+        timings_all=timings_all,
         figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
         n_samples=cfg.eval.n_samples, machine=machine, quick=quick, budget=budget_text(cfg), testbed=testbed_text(cfg),
         sweep=sweep_section(root),

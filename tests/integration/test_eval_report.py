@@ -145,7 +145,7 @@ def _countdown_scores(problems, completions, workers=None):
     return out
 
 
-def test_micro_real_evaluation(tmp_path):
+def test_micro_real_evaluation(tmp_path, monkeypatch):
     from fade_core import countdown_task, runs
     from fade_core import evaluate as ev
 
@@ -175,6 +175,15 @@ def test_micro_real_evaluation(tmp_path):
     second = store.read()
     assert len(second) == len(first)
     pd.testing.assert_frame_equal(first.drop(columns="latency_s"), second.drop(columns="latency_s"))  # seeded
+    # a resume keeps the stored part and checks the checksum of that checkpoint's part only, not the whole store
+    from fade_core.store import EvalKey
+
+    checked: list[Path] = []
+    real_intact = store.intact
+    monkeypatch.setattr(store, "intact", lambda p: checked.append(Path(p)) or real_intact(p))
+    assert ev.evaluate_checkpoints(cks[1:], {"countdown": problems}, 6, store, opts, skip_existing=True,
+                                   score_batch=score_batch) == []
+    assert checked == [store.part_path(EvalKey("grpo-s0-0badc0de", "countdown", 5))]
     agg.aggregate(store.root, runs_dir=tmp_path / "runs", opts=agg.AggregateOptions(ks=(1, 4)))
     con = agg.open_results(store.root)
     assert con.execute("SELECT count(*) FROM pass_at_k WHERE bucket='all'").fetchone()[0] == 2 * 2

@@ -370,8 +370,11 @@ def test_study_command_and_runtime_ledger(tmp_path):
     st.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
     assert st.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
     md = st.render_study_md([], command="fade study run", runtime_s=105.0, sittings=2, timings={"train": 91.0},
-                            timings_all=True)
+                            timings_all=True, sitting_seconds=[100.0, 5.0])
     assert "stages (summed over the sittings): train 1 min 31 s" in md
+    assert "- run time: 1 min 45 s over 2 sitting(s) (1 min 40 s, 0 min 05 s)" in md
+    one = st.render_study_md([], command="fade study run", runtime_s=105.0, sittings=1, sitting_seconds=[105.0])
+    assert "- run time: 1 min 45 s over 1 sitting(s)\n" in one
 
 
 def test_a_stopped_study_sitting_is_recorded_and_counted(tmp_path, monkeypatch):
