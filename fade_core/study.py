@@ -378,12 +378,15 @@ def render_study_md(
     machine: str = "",
     quick: bool = False,
     budget: str = "",
+    recomputed_by: str = "",
     sweep: Mapping[str, str] | None = None,
     testbed: str = "",
 ) -> str:
     """STUDY.md: how it was run (command, run time, arms, seeds, samples), the claims table, each claim's
     reason, and links to the figures (``figures``: figure name -> path relative to STUDY.md).
-    ``sitting_seconds``: each sitting's seconds, stated beside the total when there are several. ``timings``: seconds
+    ``sitting_seconds``: each sitting's seconds, stated beside the total when there are several;
+    ``recomputed_by``: the command that recomputed the claims from the stored runs afterwards (not a sitting).
+    ``timings``: seconds
     per stage, summed over every sitting when ``timings_all`` (else those of the last sitting). ``budget``: the
     training budget in words; ``testbed``: the task and base in words (:func:`testbed_text`); ``sweep``: the learning-rate sweep ({rule, table, figure}: :func:`sweep_section`)."""
     lines = ["# The fade study: the FADE paper's claims on fade's own runs", ""]
@@ -398,6 +401,9 @@ def render_study_md(
     else:
         lines.append("- run time: not measured (the stages ran outside `fade study run`, e.g. by `dvc repro`)"
                      + (f"; claims computed on {machine}" if machine else ""))
+    if recomputed_by:
+        lines.append(f"- claims recomputed from the stored runs by `{recomputed_by}` (not a sitting: nothing was "
+                     "trained or evaluated)")
     if timings:
         which = "summed over the sittings" if timings_all else "last sitting"
         lines.append(f"- stages ({which}): " + ", ".join(f"{k} {_duration(v)}" for k, v in timings.items()))
@@ -548,10 +554,12 @@ def sweep_section(root: Path) -> dict[str, str] | None:
 
 
 def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sittings: int,
-                timings: dict[str, float] | None, quick: bool, timings_all: bool = False) -> dict[str, str]:
+                timings: dict[str, float] | None, quick: bool, timings_all: bool = False,
+                recomputed_by: str = "") -> dict[str, str]:
     """Compute the claims from the runs and aggregated tables of the placed study config ``cfg``; write
     root/STUDY.md, root/claims.json and the sign-axis figure (root/figures/). ``runtime_s`` / ``sittings`` /
-    ``timings``: the run time to state (:func:`record_sitting`, :func:`stage_seconds`; 0 sittings: not measured)."""
+    ``timings``: the run time to state (:func:`record_sitting`, :func:`stage_seconds`; 0 sittings: not measured);
+    ``recomputed_by``: the command that recomputed the claims of a study run earlier (``command`` is that run's)."""
     claims, _figs = study_from_results(
         cfg.train.runs_dir, Path(cfg.eval.results_dir) / "results.duckdb", arms=cfg.pipeline.arms,
         benchmark=cfg.train.benchmark, fig_dir=root / "figures", formats=list(cfg.report.formats) or ["png"])
@@ -562,12 +570,13 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
         timings_all=timings_all,
         figures=figure_links(root, cfg), arms=cfg.pipeline.arms, seeds=cfg.pipeline.seeds,
         n_samples=cfg.eval.n_samples, machine=machine, quick=quick, budget=budget_text(cfg), testbed=testbed_text(cfg),
-        sweep=sweep_section(root),
+        sweep=sweep_section(root), recomputed_by=recomputed_by,
     )
     md_path, json_path = root / "STUDY.md", root / "claims.json"
     md_path.write_text(md)
     json_path.write_text(claims_json(
         claims, command=command, runtime_seconds=round(runtime_s, 1), sittings=sittings, quick=quick,
+        **({"recomputed_by": recomputed_by} if recomputed_by else {}),
         seeds=list(cfg.pipeline.seeds), n_samples=cfg.eval.n_samples,
         arms={k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}))
     return {"study_md": str(md_path), "claims": str(json_path),

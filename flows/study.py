@@ -150,7 +150,9 @@ def study_command(params: str, overrides: list[str] | None, quick: bool, arms: l
 def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[str, str]:
     """STUDY.md and claims.json beside ``params_path`` (a study's resolved params: study/params.yaml of the DVC
     stage group, or results/study/config.yaml of a flow run) from the runs and tables its paths point at.
-    Nothing is trained or evaluated; the run time is not measured here (the stages ran elsewhere)."""
+    Nothing is trained or evaluated and no sitting is recorded. In the folder of a `fade study run` (its
+    runtime.json and claims.json are there) STUDY.md keeps that run's command, run time and sittings and names
+    this recomputation; otherwise the run time is "not measured" (the stages ran elsewhere, e.g. dvc repro)."""
     cfg = fconfig.load(params_path, list(overrides or []))
     root = params_path.resolve().parent
     if not Path(cfg.eval.results_dir, "results.duckdb").exists():
@@ -161,8 +163,25 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
     else:
         parts = ["fade", "study", "claims"] + (["--params", str(params_path)] if str(params_path) != "params.yaml" else [])
         command = shlex.join(parts + [a for s in overrides or [] for a in ("--set", s)])
+        sittings = study_lib.read_sittings(root / "runtime.json")
+        prev = _previous_claims(root / "claims.json")
+        if sittings and prev.get("command"):  # the folder of a `fade study run`: keep its command and run time
+            stages, all_sittings = study_lib.stage_seconds(root)
+            return study_lib.write_study(
+                root, cfg, command=str(prev["command"]), runtime_s=sum(float(s.get("seconds", 0.0)) for s in sittings),
+                sittings=len(sittings), timings=stages, quick=bool(prev.get("quick", False)),
+                timings_all=all_sittings, recomputed_by=command)
     return study_lib.write_study(root, cfg, command=command, runtime_s=float("nan"), sittings=0, timings=None,
                                  quick=False)
+
+
+def _previous_claims(path: Path) -> dict[str, Any]:
+    """The claims.json a `fade study run` wrote (empty when there is none, or it is not readable JSON)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @flow(name="lr-sweep", log_prints=True)

@@ -103,11 +103,17 @@ def test_fade_study_quick_micro(tmp_path, prefect_api):
     assert sorted(p.name for p in (root / "runs").glob("*/*") if p.is_dir()) == runs
     assert {p: p.stat().st_mtime for p in mtimes} == mtimes
 
-    # `claims` recomputes the same verdicts from the placed config, without a sitting
+    # `claims` recomputes the same verdicts from the placed config, without a sitting: STUDY.md keeps the run's
+    # command and run time (each sitting's too) and names the recomputation
     _study(tmp_path, prefect_api, "claims", "--params", str(root / "config.yaml"))
     only = json.loads((root / "claims.json").read_text())
     assert [c["verdict"] for c in only["claims"]] == [c["verdict"] for c in again["claims"]]
-    assert only["sittings"] == 0 and "not measured" in (root / "STUDY.md").read_text()
+    assert only["sittings"] == 2 and only["runtime_seconds"] == again["runtime_seconds"]
+    assert only["command"] == again["command"] and only["recomputed_by"].startswith("fade study claims --params")
+    assert len(json.loads((root / "runtime.json").read_text())["sittings"]) == 2
+    md_only = (root / "STUDY.md").read_text()
+    assert "over 2 sitting(s) (" in md_only and "claims recomputed from the stored runs by `fade study claims" in md_only
+    assert "fade study run --quick --arms asym_d0_5,asym_d2 --lrs" in md_only and "not measured" not in md_only
     # `publish` copies STUDY.md with its figures beside it, links rewritten
     dest = tmp_path / "pub" / "STUDY.md"
     dest.parent.mkdir()
