@@ -23,9 +23,9 @@ and every run has the same rollout budget (train.max_rollouts): dapo and codapo,
 step, take fewer steps.
 
 The claims themselves are :mod:`fade_core.claims`. This module holds the rest of the study that is not
-orchestration: the arms, the sign-axis figure, STUDY.md and claims.json, the study's run-time record
-(``runtime.json``: every sitting's seconds and per-stage seconds, summed in STUDY.md) and publishing a
-study into the repository (STUDY.md with its figures copied beside it).
+orchestration: the arms, the sign-axis figure, STUDY.md and claims.json (with the run time that
+:mod:`fade_core.study_runtime` records per sitting) and publishing a study into the repository (STUDY.md
+with its figures copied beside it).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import json
 import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +63,7 @@ from fade_core.claims import (
 )
 from fade_core.config import Arm
 from fade_core.stats import fmt_p
+from fade_core.study_runtime import read_sittings
 
 OTHER_METHODS = ("grpo", "dr_grpo", "rloo", "dapo", "codapo", "passk", "maxpo", "bbg", "w_reinforce")
 OTHER_LABELS = {"pkpo_sloo1": "pkpo"}
@@ -449,50 +449,6 @@ def render_study_md(
 
 
 # ================================================================================ a study's folder
-def read_sittings(path: Path) -> list[dict[str, Any]]:
-    """The sittings recorded in a study's runtime.json (none when it does not exist yet)."""
-    if not path.exists():
-        return []
-    try:
-        return list(json.loads(path.read_text()).get("sittings", []))
-    except (ValueError, AttributeError) as e:
-        raise ValueError(f"{path}: not a study runtime record ({e}); move it away to start the count anew") from e
-
-
-INTERRUPTED_STAGE = "stopped sittings (their stage split not recorded)"
-"""The stage name under which a stopped sitting's time after its last finished stage is counted."""
-
-
-def record_sitting(root: Path, seconds: float, quick: bool, stages: dict[str, float] | None = None,
-                   interrupted: bool = False) -> tuple[float, int]:
-    """Add this sitting (its seconds and, when known, its per-stage seconds) to root/runtime.json; return
-    (total seconds, sittings) of the study in that folder. ``interrupted``: the sitting stopped before the study
-    was written (a failure, Ctrl-C, SIGTERM); its time counts in the total all the same."""
-    path = root / "runtime.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sittings = read_sittings(path)
-    sittings.append({"finished": datetime.now(UTC).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-                     "quick": quick, **({"interrupted": True} if interrupted else {}),
-                     **({"stages": {k: round(float(v), 1) for k, v in stages.items()}} if stages else {})})
-    total = sum(float(s.get("seconds", 0.0)) for s in sittings)
-    path.write_text(json.dumps({"total_seconds": round(total, 1), "sittings": sittings}, indent=2) + "\n")
-    return total, len(sittings)
-
-
-def stage_seconds(root: Path) -> tuple[dict[str, float] | None, bool]:
-    """Per-stage seconds of the study in root, summed over its sittings: (stages, True) when every sitting
-    recorded its stages; else (the last sitting's stages or None, False)."""
-    sittings = read_sittings(root / "runtime.json")
-    if sittings and all(isinstance(s.get("stages"), dict) for s in sittings):
-        total: dict[str, float] = {}
-        for s in sittings:
-            for k, v in s["stages"].items():
-                total[k] = total.get(k, 0.0) + float(v)
-        return total, True
-    last = sittings[-1].get("stages") if sittings else None
-    return (dict(last) if isinstance(last, dict) else None), False
-
-
 def figure_links(root: Path, cfg: Any) -> dict[str, str]:
     """The study's figures (root/figures/) and the report's that exist, as paths relative to root (where
     STUDY.md is), PNG where there is one."""

@@ -35,7 +35,7 @@ rloo takes asym_d1's
 It resumes where it stopped: a training run restarts from its last
 checkpoint (same config, same run directory) and checkpoints already evaluated with the same
 ``n_samples`` are not evaluated again. The run time of every sitting, one stopped by Ctrl-C, SIGTERM or a
-failure included, is added to ``results/study/runtime.json`` (fade_core.study.record_sitting) and STUDY.md
+failure included, is added to ``results/study/runtime.json`` (fade_core.study_runtime.record_sitting) and STUDY.md
 states the total.
 """
 
@@ -52,7 +52,7 @@ import yaml
 from prefect import flow, get_run_logger
 
 from fade_core import config as fconfig
-from fade_core import lr_sweep, plan
+from fade_core import lr_sweep, plan, study_runtime
 from fade_core import study as study_lib
 from fade_core.params_yaml import render_yaml
 from flows.options import ParamsOpt, SetOpt, fail, load_config
@@ -163,10 +163,10 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
     else:
         parts = ["fade", "study", "claims"] + (["--params", str(params_path)] if str(params_path) != "params.yaml" else [])
         command = shlex.join(parts + [a for s in overrides or [] for a in ("--set", s)])
-        sittings = study_lib.read_sittings(root / "runtime.json")
+        sittings = study_runtime.read_sittings(root / "runtime.json")
         prev = _previous_claims(root / "claims.json")
         if sittings and prev.get("command"):  # the folder of a `fade study run`: keep its command and run time
-            stages, all_sittings = study_lib.stage_seconds(root)
+            stages, all_sittings = study_runtime.stage_seconds(root)
             return study_lib.write_study(
                 root, cfg, command=str(prev["command"]), runtime_s=sum(float(s.get("seconds", 0.0)) for s in sittings),
                 sittings=len(sittings), timings=stages, quick=bool(prev.get("quick", False)),
@@ -261,7 +261,7 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
         elapsed = time.perf_counter() - start
         rest = max(elapsed - sum(known.values()), 0.0)
         try:
-            study_lib.record_sitting(root, elapsed, quick, {**known, study_lib.INTERRUPTED_STAGE: rest},
+            study_runtime.record_sitting(root, elapsed, quick, {**known, study_runtime.INTERRUPTED_STAGE: rest},
                                      interrupted=True)
             log.info("study stopped after %.0f s; this sitting is recorded in %s (a rerun resumes)", elapsed,
                      root / "runtime.json")
@@ -274,8 +274,8 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
     stages = {"lr sweep": round(sweep_s, 1), **out.get("timings", {})}
     for k, v in swept["timings"].items():  # the sweep's prepare / warm start count with the pipeline's
         stages[k] = round(stages.get(k, 0.0) + v, 1)
-    total, sittings = study_lib.record_sitting(root, time.perf_counter() - start, quick, stages)
-    stages, all_sittings = study_lib.stage_seconds(root)
+    total, sittings = study_runtime.record_sitting(root, time.perf_counter() - start, quick, stages)
+    stages, all_sittings = study_runtime.stage_seconds(root)
     written = study_lib.write_study(root, placed, command=command or "fade study run", runtime_s=total,
                                     sittings=sittings, timings=stages, quick=quick, timings_all=all_sittings)
     log.info("study written: %s", written["study_md"])

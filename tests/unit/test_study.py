@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fade_core import advantages, config, decomposition
+from fade_core import advantages, config, decomposition, study_runtime
 from fade_core import claims as cl
 from fade_core import study as st
 
@@ -357,18 +357,18 @@ def test_study_command_and_runtime_ledger(tmp_path):
     assert flow_study.study_command("params.yaml", None, False, None, "results") == "fade study run"
     assert flow_study.study_command("params.yaml", None, False, None, "results", [3e-4, 1e-3]) == (
         "fade study run --lrs 0.0003,0.001")
-    assert st.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
-    assert st.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
+    assert study_runtime.record_sitting(tmp_path, 60.0, False) == (60.0, 1)
+    assert study_runtime.record_sitting(tmp_path, 30.5, False) == (90.5, 2)
     assert json.loads((tmp_path / "runtime.json").read_text())["total_seconds"] == 90.5
     # a sitting without stage times: only the last sitting's stages can be stated
-    assert st.stage_seconds(tmp_path) == (None, False)
-    st.record_sitting(tmp_path, 10.0, False, {"train": 7.0, "report": 3.0})
-    assert st.stage_seconds(tmp_path) == ({"train": 7.0, "report": 3.0}, False)
+    assert study_runtime.stage_seconds(tmp_path) == (None, False)
+    study_runtime.record_sitting(tmp_path, 10.0, False, {"train": 7.0, "report": 3.0})
+    assert study_runtime.stage_seconds(tmp_path) == ({"train": 7.0, "report": 3.0}, False)
     other = tmp_path / "other"
     other.mkdir()
-    st.record_sitting(other, 100.0, False, {"train": 90.0, "report": 10.0})
-    st.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
-    assert st.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
+    study_runtime.record_sitting(other, 100.0, False, {"train": 90.0, "report": 10.0})
+    study_runtime.record_sitting(other, 5.0, False, {"train": 1.5, "evaluate": 2.0, "report": 1.5})
+    assert study_runtime.stage_seconds(other) == ({"train": 91.5, "report": 11.5, "evaluate": 2.0}, True)
     md = st.render_study_md([], command="fade study run", runtime_s=105.0, sittings=2, timings={"train": 91.0},
                             timings_all=True, sitting_seconds=[100.0, 5.0])
     assert "stages (summed over the sittings): train 1 min 31 s" in md
@@ -408,13 +408,13 @@ def test_a_stopped_study_sitting_is_recorded_and_counted(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         flow_study.study.fn(cfg, str(tmp_path), False, "fade study run", [1e-4], 0)
     root = tmp_path / cfg.pipeline.name
-    sittings = st.read_sittings(root / "runtime.json")
+    sittings = study_runtime.read_sittings(root / "runtime.json")
     assert len(sittings) == 1 and sittings[0]["interrupted"] is True
-    assert set(sittings[0]["stages"]) == {"lr sweep", "warmstart", st.INTERRUPTED_STAGE}
+    assert set(sittings[0]["stages"]) == {"lr sweep", "warmstart", study_runtime.INTERRUPTED_STAGE}
     assert sum(sittings[0]["stages"].values()) == pytest.approx(sittings[0]["seconds"], abs=0.2)
-    total, n = st.record_sitting(root, 50.0, False, {"train": 50.0})
+    total, n = study_runtime.record_sitting(root, 50.0, False, {"train": 50.0})
     assert n == 2 and total == pytest.approx(sittings[0]["seconds"] + 50.0)
-    assert "interrupted" not in st.read_sittings(root / "runtime.json")[1]
+    assert "interrupted" not in study_runtime.read_sittings(root / "runtime.json")[1]
     # a runtime.json that cannot be read does not hide why the study stopped
     (root / "runtime.json").write_text("not json")
     with pytest.raises(KeyboardInterrupt):
