@@ -262,7 +262,7 @@ def study(config: fconfig.Config | None = None, results: str = "results", quick:
         rest = max(elapsed - sum(known.values()), 0.0)
         try:
             study_runtime.record_sitting(root, elapsed, quick, {**known, study_runtime.INTERRUPTED_STAGE: rest},
-                                     interrupted=True)
+                                         interrupted=True)
             log.info("study stopped after %.0f s; this sitting is recorded in %s (a rerun resumes)", elapsed,
                      root / "runtime.json")
         except Exception as e:  # never hide why the study stopped behind a failure to record it
