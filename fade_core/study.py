@@ -63,7 +63,7 @@ from fade_core.claims import (
 )
 from fade_core.config import Arm
 from fade_core.stats import fmt_p
-from fade_core.study_runtime import read_sittings
+from fade_core.study_runtime import read_sittings, stage_seconds
 
 OTHER_METHODS = ("grpo", "dr_grpo", "rloo", "dapo", "codapo", "passk", "maxpo", "bbg", "w_reinforce")
 OTHER_LABELS = {"pkpo_sloo1": "pkpo"}
@@ -514,7 +514,7 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
                 recomputed_by: str = "") -> dict[str, str]:
     """Compute the claims from the runs and aggregated tables of the placed study config ``cfg``; write
     root/STUDY.md, root/claims.json and the sign-axis figure (root/figures/). ``runtime_s`` / ``sittings`` /
-    ``timings``: the run time to state (:func:`record_sitting`, :func:`stage_seconds`; 0 sittings: not measured);
+    ``timings``: the run time to state (:mod:`fade_core.study_runtime`; 0 sittings: not measured);
     ``recomputed_by``: the command that recomputed the claims of a study run earlier (``command`` is that run's)."""
     claims, _figs = study_from_results(
         cfg.train.runs_dir, Path(cfg.eval.results_dir) / "results.duckdb", arms=cfg.pipeline.arms,
@@ -537,6 +537,24 @@ def write_study(root: Path, cfg: Any, *, command: str, runtime_s: float, sitting
         arms={k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}))
     return {"study_md": str(md_path), "claims": str(json_path),
             "verdicts": json.dumps({c.id: c.verdict for c in claims})}
+
+
+def rewrite_study(root: Path, cfg: Any, *, recomputed_by: str) -> dict[str, str] | None:
+    """Recompute the claims of a finished `fade study run` in ``root`` (:func:`write_study`) keeping that run's
+    command, run time and sittings, and naming ``recomputed_by``; no sitting is recorded. None when ``root``
+    holds no such run (no runtime.json, or no claims.json naming its command)."""
+    sittings = read_sittings(root / "runtime.json")
+    try:
+        prev = json.loads((root / "claims.json").read_text())
+    except (OSError, ValueError):
+        prev = None
+    if not sittings or not isinstance(prev, dict) or not prev.get("command"):
+        return None
+    stages, all_sittings = stage_seconds(root)
+    return write_study(root, cfg, command=str(prev["command"]),
+                       runtime_s=sum(float(s.get("seconds", 0.0)) for s in sittings), sittings=len(sittings),
+                       timings=stages, quick=bool(prev.get("quick", False)), timings_all=all_sittings,
+                       recomputed_by=recomputed_by)
 
 
 def publish(root: Path, md_dest: Path, fig_dir: Path) -> Path:

@@ -163,25 +163,11 @@ def claims_only(params_path: Path, overrides: list[str] | None = None) -> dict[s
     else:
         parts = ["fade", "study", "claims"] + (["--params", str(params_path)] if str(params_path) != "params.yaml" else [])
         command = shlex.join(parts + [a for s in overrides or [] for a in ("--set", s)])
-        sittings = study_runtime.read_sittings(root / "runtime.json")
-        prev = _previous_claims(root / "claims.json")
-        if sittings and prev.get("command"):  # the folder of a `fade study run`: keep its command and run time
-            stages, all_sittings = study_runtime.stage_seconds(root)
-            return study_lib.write_study(
-                root, cfg, command=str(prev["command"]), runtime_s=sum(float(s.get("seconds", 0.0)) for s in sittings),
-                sittings=len(sittings), timings=stages, quick=bool(prev.get("quick", False)),
-                timings_all=all_sittings, recomputed_by=command)
+        kept = study_lib.rewrite_study(root, cfg, recomputed_by=command)  # a `fade study run` folder
+        if kept is not None:
+            return kept
     return study_lib.write_study(root, cfg, command=command, runtime_s=float("nan"), sittings=0, timings=None,
                                  quick=False)
-
-
-def _previous_claims(path: Path) -> dict[str, Any]:
-    """The claims.json a `fade study run` wrote (empty when there is none, or it is not readable JSON)."""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 @flow(name="lr-sweep", log_prints=True)

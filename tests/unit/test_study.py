@@ -448,3 +448,15 @@ def test_budget_figure_plots_validation_pass1_against_rollouts(tmp_path):
     assert lines["codapo"].get_xdata()[-1] == 2 * lines["fade"].get_xdata()[-1] == 2 * 40 * 512
     paths = st.save_figure(fig, tmp_path / "budget", ["png"])
     assert paths["png"].stat().st_size > 5_000
+
+
+def test_rewrite_study_needs_a_study_run_folder(tmp_path):
+    """`fade study claims` keeps a run's command and time only where a `fade study run` left both its ledger and
+    its claims.json; elsewhere (a DVC group, a damaged or foreign claims.json) it is not a rewrite."""
+    assert st.rewrite_study(tmp_path, None, recomputed_by="fade study claims") is None
+    study_runtime.record_sitting(tmp_path, 10.0, False)
+    assert st.rewrite_study(tmp_path, None, recomputed_by="fade study claims") is None  # no claims.json
+    (tmp_path / "claims.json").write_text("{not json")
+    assert st.rewrite_study(tmp_path, None, recomputed_by="fade study claims") is None
+    (tmp_path / "claims.json").write_text(json.dumps({"claims": []}))  # no command recorded
+    assert st.rewrite_study(tmp_path, None, recomputed_by="fade study claims") is None
