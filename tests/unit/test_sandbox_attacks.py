@@ -136,11 +136,30 @@ def _script(stage: str, join: list[str], backend: str, env: dict[str, str], as_u
 
 
 @contextlib.contextmanager
+def _traversable(paths: list[str], uid: int):
+    """Let ``uid`` traverse each of ``paths`` itself (o+x) while the harness runs, restoring the mode after: a
+    clone made with ``mktemp -d`` is a 0700 root directory, which the blocked-ancestor mounts of :func:`_script`
+    cannot open up (they re-expose the needed paths, not the paths' own permission bits)."""
+    changed: list[tuple[str, int]] = []
+    try:
+        for p in paths:
+            st = os.stat(p)
+            if os.path.isdir(p) and not st.st_mode & 0o001 and st.st_uid != uid:
+                changed.append((p, st.st_mode & 0o7777))
+                os.chmod(p, (st.st_mode & 0o7777) | 0o001)
+        yield
+    finally:
+        for p, mode in changed:
+            os.chmod(p, mode)
+
+
+@contextlib.contextmanager
 def harness_run(mode: str):
     """Start the harness for ``mode``; yields a function that waits and returns its report."""
     as_user, backend, tmp_venv = MODES[mode]
     uid = TEST_UID if as_user else None
-    with containment(f"fade-attack-{os.getpid()}-{mode}", uid) as (join, env):
+    needed = sorted({*isolation.python_dirs(), str(REPO)}) if as_user else []
+    with _traversable(needed, TEST_UID), containment(f"fade-attack-{os.getpid()}-{mode}", uid) as (join, env):
         with tempfile.TemporaryDirectory(prefix="fade-attack-stage-") as stage:
             if tmp_venv:
                 os.chmod(stage, 0o755)
