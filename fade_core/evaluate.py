@@ -216,6 +216,7 @@ def evaluate_checkpoints(
 
     opts = opts or SamplingOptions()
     written: list[Path] = []
+    engine: Any = None
     # a damaged part (undecodable, or rows that differ from its checksum) is not kept: it is evaluated again.
     # Only the parts of these checkpoints are checked: checking every part of the store in each of a study's
     # 56 evaluation tasks took ~5 min for a resume that had nothing left to evaluate.
@@ -233,7 +234,7 @@ def evaluate_checkpoints(
         if not todo:
             continue
         model, tokenizer = load_verified(models.load, path, **{**opts.model_opts, "dtype": opts.dtype})
-        engine = build_engine(opts.engine, model, tokenizer, **opts.engine_opts)
+        engine = reuse_or_build_engine(engine, opts, model, tokenizer, build_engine)
         style = prompt_style_for(path, opts.prompt_style)
         for bench in todo:
             label = f"{ident.run_id} step {ident.step} {bench}"
@@ -245,5 +246,29 @@ def evaluate_checkpoints(
                     "sampling": {k: v for k, v in asdict(opts).items()}, "evaluated_at": time.time(),
                     "prompt": info, **dict(metadata or {})}
             written.append(store.write(df, meta))
-        del model, engine
+        del model
+    del engine
     return written
+
+
+def weights_signature(model: Any) -> tuple[Any, ...]:
+    """The model class and every parameter's name and shape: two checkpoints with the same signature can
+    share one engine (their weights are copied in)."""
+    return (type(model).__name__, tuple((k, tuple(v.shape)) for k, v in model.state_dict().items()))
+
+
+def reuse_or_build_engine(engine: Any, opts: SamplingOptions, model: Any, tokenizer: Any,
+                          build: Callable[..., Any]) -> Any:
+    """The engine for the next checkpoint. An engine that owns a copy of the weights (vllm: starting one takes
+    ~20 s and holds its KV cache) is kept across checkpoints of the same architecture, with the new weights
+    and tokenizer pushed in; the hf engine wraps the loaded model itself and is built anew."""
+    if engine is not None and getattr(engine, "owns_weights", False) and \
+            getattr(engine, "signature", None) == weights_signature(model):
+        engine.tokenizer = tokenizer
+        engine.sync_weights(model)
+        return engine
+    del engine
+    engine = build(opts.engine, model, tokenizer, **opts.engine_opts)
+    if getattr(engine, "owns_weights", False):
+        engine.signature = weights_signature(model)
+    return engine

@@ -207,16 +207,24 @@ def sampling_options(cfg: Any) -> Any:
     from fade_core.evaluate import SamplingOptions
 
     r = cfg.rollout
-    engine_opts: dict[str, Any] = {}
-    if r.engine == "vllm":
-        engine_opts = {"tensor_parallel_size": r.tensor_parallel_size, "gpu_memory_utilization": r.gpu_memory_utilization}
     return SamplingOptions(
         engine=r.engine, temperature=cfg.eval.temperature, top_p=r.top_p,
         max_new_tokens=cfg.eval.max_new_tokens or r.max_new_tokens, seed=cfg.eval.seed,
-        prompts_per_batch=cfg.eval.prompts_per_batch, dtype=cfg.model.dtype, engine_opts=engine_opts,
+        prompts_per_batch=cfg.eval.prompts_per_batch, dtype=cfg.model.dtype, engine_opts=engine_options(cfg, cfg.eval.seed),
         workers=cfg.compute.workers or None, model_opts=models_load_options(cfg),
         prompt_style=PromptStyle.from_model_config(cfg.model),
     )
+
+
+def engine_options(cfg: Any, seed: int = 0) -> dict[str, Any]:
+    """The rollout engine's constructor options (fade_core.rollout.build_engine) from the rollout and model
+    sections: none for "hf"; for "vllm" the GPU options, its dtype, context length, CPU KV cache and a seed."""
+    r = cfg.rollout
+    if r.engine != "vllm":
+        return {}
+    return {"tensor_parallel_size": r.tensor_parallel_size, "gpu_memory_utilization": r.gpu_memory_utilization,
+            "dtype": r.vllm_dtype or cfg.model.dtype, "max_model_len": r.vllm_max_model_len,
+            "cpu_kvcache_gb": r.vllm_cpu_kvcache_gb, "enforce_eager": r.vllm_enforce_eager, "seed": seed}
 
 
 def models_load_options(cfg: Any) -> dict[str, Any]:

@@ -40,6 +40,8 @@ from fade_core.integrity import DamagedFile, verify_manifest, write_manifest
 
 CONFIG_FILE = "config.yaml"
 PROMPT_FILE = "prompt.json"
+ENGINE_FILE = "engine.json"
+"""The rollout engine a run sampled with (fade_core.rollout: name, and for vllm its version, device, seeding)."""
 METRICS_JSONL = "metrics.jsonl"
 METRICS_DB = "metrics.duckdb"
 METRICS_TABLE = "train_steps"

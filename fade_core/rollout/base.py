@@ -25,9 +25,16 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import torch
 
+from fade_core.config import ConfigError
+
 FinishReason = Literal["stop", "length"]
 SEED_STRIDE = 1_000_003
 """A seed ``s`` derives the seeds ``s * SEED_STRIDE + i`` of its parts i (prompts of a call, chunks of an evaluation)."""
+
+
+class EngineError(ConfigError):
+    """A rollout engine that cannot be built as configured (not installed, a model it cannot run, a KV cache
+    too small): one line naming the setting, exit 2 in the CLI like any configuration error."""
 
 
 def derive_seed(seed: int, index: int) -> int:

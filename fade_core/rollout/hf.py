@@ -84,6 +84,10 @@ class HFEngine:
     def sync_weights(self, model: torch.nn.Module) -> None:
         self.model = model
 
+    def describe(self) -> dict[str, Any]:
+        """What a run records about this engine (``engine.json``)."""
+        return {"engine": self.name, "device": str(next(self.model.parameters()).device), "seeding": "per-prompt"}
+
     def encode_prompts(self, prompts: list[str]) -> list[list[int]]:
         """Token ids of each prompt as the policy sees them (special tokens such as BOS included)."""
         return encode_prompts(self.tokenizer, prompts)

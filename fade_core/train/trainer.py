@@ -53,6 +53,7 @@ from fade_core.integrity import DamagedFile
 from fade_core.metrics import effective_rank, rank1_fraction
 from fade_core.rollout import build_engine
 from fade_core.runs import (
+    ENGINE_FILE,
     PROMPT_FILE,
     MetricsLog,
     checkpoint_dir,
@@ -67,7 +68,13 @@ from fade_core.train import rewards as rewards_lib
 from fade_core.train.distributed import UpdateBackend, init_distributed
 from fade_core.train.groups import Groups, concat_groups, gather_groups, local_share
 from fade_core.train.loggers import tracking_loggers
-from fade_core.train.policy import batch_logprobs, completion_logprobs, zero_loss
+from fade_core.train.policy import (
+    batch_logprobs,
+    completion_logprobs,
+    logprob_gap_record,
+    logprob_gap_sums,
+    zero_loss,
+)
 from fade_core.train.probes import Probes
 from fade_core.train.record import ProgressBar, StepLogger, step_record
 from fade_core.train.schedules import (
@@ -204,14 +211,8 @@ class Trainer:
         self.backend = UpdateBackend(model, self.tcfg, self.dist, cfg.compute.deepspeed_config)
         self.model = self.backend.model
         self.pad_id = self.tokenizer.pad_token_id
-        engine_opts: dict[str, Any] = {}
-        if self.rcfg.engine == "vllm":
-            engine_opts = dict(
-                tensor_parallel_size=self.rcfg.tensor_parallel_size,
-                gpu_memory_utilization=self.rcfg.gpu_memory_utilization,
-                dtype=cfg.model.dtype,
-            )
-        self.engine = build_engine(self.rcfg.engine, self.model, self.tokenizer, **engine_opts)
+        self.engine = build_engine(self.rcfg.engine, self.model, self.tokenizer,
+                                   **plan.engine_options(cfg, self.tcfg.seed))
         self.recompute_old = self.rcfg.engine != "hf" or self.rcfg.top_p < 1.0
         self.ref_model = None
         self.sampler = PromptSampler(len(self.problems), self.tcfg.seed)
@@ -233,6 +234,12 @@ class Trainer:
         rec = prompt_record(self.problems, self.rendered, self.tokenizer, self.prompt_style)
         rec["max_new_tokens"] = self.max_new_tokens
         (self.run_dir / PROMPT_FILE).write_text(json.dumps(rec, indent=1) + "\n")
+
+    def _save_engine(self) -> None:
+        """``engine.json`` beside config.yaml: the engine's own description (vllm: version, device, seeding mode,
+        which can fall back from per-prompt to per-call seeds at the first call); rewritten with each checkpoint."""
+        rec = self.engine.describe() if hasattr(self.engine, "describe") else {"engine": self.engine.name}
+        (self.run_dir / ENGINE_FILE).write_text(json.dumps(rec, indent=1) + "\n")
 
     def _load_ref(self) -> None:
         if self.ref_model is None and (self.tcfg.kl_coef > 0 or self.tcfg.kl_target_validity is not None):
@@ -303,8 +310,10 @@ class Trainer:
             self._load_ref()
         has_rows = batch is not None and batch.num_samples > 0
         old_lp = batch.logprobs if batch is not None else None
+        gap: dict[str, float] | None = None
         if self.recompute_old and has_rows:
             old_lp = self._logprobs_no_grad(self.model, batch)
+            gap = logprob_gap_sums(batch.logprobs, old_lp, batch.completion_mask)
         ref_lp = self._logprobs_no_grad(self.ref_model, batch) if (self.ref_model is not None and has_rows) else None
         local_pos = {gpos: i for i, gpos in enumerate(groups.local)}
         chunks = [c.tolist() for c in torch.arange(p).chunk(min(t.minibatches, max(p, 1)))] if p else []
@@ -356,6 +365,9 @@ class Trainer:
         out["grad_norm_max"] = float(np.max(grad_norms)) if grad_norms else math.nan
         out["loss"] = float(np.sum(self.dist.gather(float(np.mean(loss_values)) if loss_values else 0.0)))
         out["optimizer_steps"] = len(grad_norms)
+        if self.recompute_old:  # the engine's log-probs against the trainer's (every rank's tokens)
+            empty = {"tokens": 0.0, "abs_sum": 0.0, "abs_max": 0.0, "ratio_sum": 0.0}
+            out.update(logprob_gap_record(self.dist.gather(gap or empty)))
         return out
 
     def _logprobs_no_grad(self, model: torch.nn.Module, batch: Any) -> torch.Tensor:
@@ -452,6 +464,8 @@ class Trainer:
 
     # ------------------------------------------------------------------------------ checkpoints
     def save_checkpoint(self, step: int) -> Path:
+        if self.dist.main:
+            self._save_engine()
         state = {
             "step": step,
             "run_id": self.run_id,
@@ -510,6 +524,7 @@ class Trainer:
         if self.dist.main:
             fconfig.save(self.cfg, self.run_dir / "config.yaml")
             self._save_prompts()
+            self._save_engine()
         if start == 0 and self.tcfg.kl_target_validity is not None:
             self.base_validity = self._measure_base_validity()
             self.kl_coef = kl_coef_from_validity(self.tcfg.kl_target_validity, self.base_validity)

