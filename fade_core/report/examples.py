@@ -7,8 +7,10 @@ Two sources, both read from the aggregated results:
   checkpoint both passed and failed when there is one (the contrast is the informative case), else the
   first problems; up to ``per_kind`` passed and ``per_kind`` failed completions, chosen deterministically.
 - training rollouts: the step record's field ``examples`` (:data:`fade_core.train.loggers.EXAMPLES_FIELD`:
-  a list of {problem_id, prompt, completion, reward, passed[, status]} per step), when the runs logged it,
-  read from the aggregated ``train_steps`` table (as a list of structs or as JSON text).
+  a list of {problem_id, prompt, completion, reward, verdict} per step, as
+  ``fade_core.train.rewards.pick_examples`` writes it), when the runs logged it, read from the aggregated
+  ``train_steps`` table (as a list of structs or as JSON text). Its pass/fail label comes from the verdict
+  (:func:`example_outcome`).
 """
 
 from __future__ import annotations
@@ -123,6 +125,23 @@ def parse_examples(value: Any) -> list[dict[str, Any]]:
     return [dict(v) for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
+PASSED_VERDICT = "passed"
+"""The verdict of an accepted rollout (fade_core.train.rewards.VERDICTS[0])."""
+
+
+def example_outcome(item: Mapping[str, Any]) -> tuple[bool, str]:
+    """(passed, status) of one training example: from its ``verdict`` (what the trainer writes; passed when
+    it is "passed"), else an explicit ``passed`` flag with its ``status``, else its reward (passed when >= 1,
+    the verifiers' full score)."""
+    verdict = item.get("verdict")
+    if verdict:
+        return str(verdict) == PASSED_VERDICT, str(verdict)
+    if "passed" in item and item["passed"] is not None:
+        return bool(item["passed"]), str(item.get("status", "") or "")
+    reward = float(item.get("reward", math.nan))
+    return bool(reward >= 1.0), str(item.get("status", "") or "")
+
+
 def examples_from_records(records: pd.DataFrame, *, steps_per_method: int = 3, per_kind: int = 2) -> list[Example]:
     """Examples from step records (columns method, seed, step, examples): per method, its lowest seed, up to
     ``steps_per_method`` steps, ``per_kind`` passed and ``per_kind`` failed completions per step."""
@@ -134,11 +153,12 @@ def examples_from_records(records: pd.DataFrame, *, steps_per_method: int = 3, p
         have = rows[rows.examples.map(lambda v: bool(parse_examples(v)))]
         for step in pick_steps(have.step.astype(int).tolist(), steps_per_method):
             items = parse_examples(have[have.step == step].examples.iloc[0])
-            passed = [x for x in items if x.get("passed")][:per_kind]
-            failed = [x for x in items if not x.get("passed")][:per_kind]
-            for x in passed + failed:
+            outcome = [(x, *example_outcome(x)) for x in items]
+            passed = [o for o in outcome if o[1]][:per_kind]
+            failed = [o for o in outcome if not o[1]][:per_kind]
+            for x, ok, status in passed + failed:
                 out.append(Example("training", str(method), int(rows.seed.iloc[0]), int(step),
                                    str(x.get("problem_id", "?")), clip(str(x.get("completion", ""))),
-                                   bool(x.get("passed")), float(x.get("reward", math.nan)),
-                                   str(x.get("status", "") or ""), clip(str(x.get("prompt", "") or ""), 400)))
+                                   ok, float(x.get("reward", math.nan)), status,
+                                   clip(str(x.get("prompt", "") or ""), 400)))
     return out

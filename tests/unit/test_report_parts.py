@@ -111,6 +111,20 @@ def test_training_examples_come_from_the_record_field() -> None:
     assert examples.pick_steps([5, 1, 3, 9, 7], 3) == [1, 5, 9] and examples.pick_steps([4], 3) == [4]
 
 
+def test_training_example_labels_follow_the_trainers_verdict() -> None:
+    """The trainer's examples carry a verdict, not a passed flag: a reward-1 rollout is "passed" (the report
+    once labelled every training example "failed")."""
+    from fade_core.train.rewards import Reward, pick_examples
+
+    items = pick_examples(["countdown/train/01236", "countdown/train/7"], ["p", "q"], ["(2*5)+3", "2+"],
+                          [Reward(1.0, True, "passed", "passed"), Reward(0.0, False, "no_answer", "no_answer")])
+    records = pd.DataFrame([{"method": "fade", "seed": 0, "step": 4, "examples": json.dumps(items)}])
+    got = {(x.problem_id, x.passed, x.status, x.reward) for x in examples.examples_from_records(records)}
+    assert got == {("countdown/train/01236", True, "passed", 1.0), ("countdown/train/7", False, "no_answer", 0.0)}
+    assert examples.example_outcome({"reward": 1.0}) == (True, "")  # neither verdict nor flag: the full reward
+    assert examples.example_outcome({"reward": 0.5, "passed": False, "status": "wrong"}) == (False, "wrong")
+
+
 def test_training_examples_read_train_steps_when_the_field_is_there() -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE train_steps (method VARCHAR, seed BIGINT, step BIGINT, reward_mean DOUBLE)")
