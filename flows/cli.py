@@ -81,12 +81,18 @@ def build_app() -> typer.Typer:
     return full
 
 
-def params_app() -> typer.Typer:
-    """`fade params` alone: its module imports the config, not Prefect or the flows."""
-    from flows import params
+LIGHT_COMMANDS = ("params", "verify")
+"""Commands whose module imports neither Prefect nor torch at import time: built alone (:func:`light_app`),
+so that they (and their errors: a bad key, a missing file) answer in about a second, not after every stage
+module's imports."""
+
+
+def light_app(command: str) -> typer.Typer:
+    """A CLI of the one command ``command`` of :data:`LIGHT_COMMANDS` (its module ``flows.<command>``), guarded."""
+    import importlib
 
     light = new_app()
-    params.register(light)
+    importlib.import_module(f"flows.{command}").register(light)
 
     @light.callback()
     def _group() -> None:  # keeps `params` a subcommand
@@ -180,12 +186,25 @@ def main() -> None:
     if not args or args[0] in ("--help", "-h"):
         print_help()
         raise SystemExit(0 if args else 2)
+    if args[0] not in COMMANDS and not args[0].startswith("-"):
+        raise SystemExit(unknown_command(args[0]))
     if args[0] in COMMANDS and args[0] != "params":
         precheck_config(args)
     try:
-        (params_app() if args[0] == "params" else __getattr__("app"))(prog_name="fade")
+        (light_app(args[0]) if args[0] in LIGHT_COMMANDS else __getattr__("app"))(prog_name="fade")
     finally:
         prefect_api.stop()
+
+
+def unknown_command(name: str) -> int:
+    """Print one line for a command fade does not have (the nearest one it has, when one is close) and return
+    the exit code (2): answered from :data:`COMMANDS`, before any stage module is imported."""
+    import difflib
+
+    near = difflib.get_close_matches(name, list(COMMANDS), n=1)
+    hint = f" (did you mean '{near[0]}'?)" if near else ""
+    print(f"fade: no such command '{name}'{hint}; `fade --help` lists the commands", file=sys.stderr)
+    return errors.BAD_INPUT
 
 
 def precheck_config(args: list[str]) -> None:

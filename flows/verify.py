@@ -162,6 +162,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Score a samples file against a problems file and print a summary (or, with --self-test,
         print what the sandbox guarantees here)."""
+        for given, what in ((samples, "samples"), (problems, "problems")):
+            if given is not None and not self_test and not given.is_file():  # before the verifiers' imports
+                typer.secho(f"fade verify: {given}: {what} file not found", fg=typer.colors.RED, err=True)
+                raise typer.Exit(2)
         from rich.console import Console
         from rich.table import Table
 

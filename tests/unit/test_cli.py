@@ -180,7 +180,8 @@ HEAVY = ("torch", "transformers", "prefect", "dask", "flows.pipeline", "tasks")
 
 
 @pytest.mark.parametrize("args", [["--help"], ["params", "--set", "train.steps=3"], ["params", "--set", "x=1"],
-                                  ["run", "--quick", "--set", "train.eps_low=2"], ["aggregate", "--set=x=1"]])
+                                  ["run", "--quick", "--set", "train.eps_low=2"], ["aggregate", "--set=x=1"],
+                                  ["verify", "missing.jsonl", "missing.parquet"], ["trian"]])
 def test_help_params_and_config_errors_do_not_import_prefect_or_transformers(args, tmp_path):
     """Issue 16 point 3: `fade --help`, `fade params` and a command whose config does not validate answer
     before any stage module, Prefect or transformers is imported. (torch is still imported when a config
@@ -197,6 +198,31 @@ def test_help_params_and_config_errors_do_not_import_prefect_or_transformers(arg
     allowed = ("HEAVY ['torch'] EXIT", "HEAVY [] EXIT") if args[0] == "params" else ("HEAVY [] EXIT",)
     assert last.startswith(allowed), proc.stderr
     assert last.endswith("EXIT 0" if args[-1] == "train.steps=3" or args == ["--help"] else "EXIT 2"), proc.stderr
+
+
+def test_config_errors_are_one_line_and_suggest_the_nearest_key(tmp_path):
+    """Several bad keys: still one line on stderr; an unknown key names the valid key nearest to it."""
+    env = {**os.environ, "FADE_LOG_DIR": str(tmp_path / "logs")}
+    proc = subprocess.run([str(BIN / "fade"), "params", "-p", "/dev/null", "--set", "train.methd=grpo",
+                           "--set", "train.lr=abc", "--set", "pipeline.arms.fade.parms={}"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    line = proc.stderr
+    assert line.startswith("fade params: invalid configuration: ") and "train.lr: " in line, line
+    assert "train.methd: unknown key (did you mean train.method?)" in line, line
+    assert "pipeline.arms.fade.parms: unknown key (did you mean pipeline.arms.fade.params?)" in line, line
+    from fade_core.config import nearest_key
+
+    assert nearest_key("zzzzz.qqq") is None and nearest_key("eval.n_sample") == "eval.n_samples"
+
+
+def test_unknown_commands_and_missing_verify_files_answer_in_one_line(tmp_path):
+    env = {**os.environ, "FADE_LOG_DIR": str(tmp_path / "logs")}
+    for args, line in ((["trian"], "fade: no such command 'trian' (did you mean 'train'?)"),
+                       (["verify", str(tmp_path / "s.jsonl"), str(tmp_path / "p.parquet")],
+                        f"fade verify: {tmp_path / 's.jsonl'}: samples file not found")):
+        proc = subprocess.run([str(BIN / "fade"), *args], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith(line), proc.stderr
 
 
 def test_command_overrides_are_what_each_command_validates_first():
