@@ -281,7 +281,7 @@ class RolloutConfig(Section):
         None, description="vLLM's weight dtype (null: model.dtype). On the CPU bfloat16 is far faster than float32 in vLLM's kernels (BENCHMARKS.md); the trainer's log-probs stay in model.dtype."
     )
     vllm_max_model_len: int | None = Field(None, ge=16, description="vLLM's longest prompt + completion in tokens (null: the model's max_position_embeddings).")
-    vllm_cpu_kvcache_gb: int = Field(2, ge=1, description="vLLM on the CPU: GiB of memory for the KV cache (VLLM_CPU_KVCACHE_SPACE).")
+    vllm_cpu_kvcache_gb: float = Field(2.0, gt=0, description="vLLM on the CPU: GiB of memory for the KV cache (it must hold at least one prompt + completion of vllm_max_model_len tokens).")
     vllm_enforce_eager: bool | None = Field(None, description="vLLM without CUDA graphs / compilation (null: on for the CPU build, off on GPUs).")
 
 
