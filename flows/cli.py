@@ -190,6 +190,9 @@ def main() -> None:
         raise SystemExit(unknown_command(args[0]))
     if args[0] in COMMANDS and args[0] != "params":
         precheck_config(args)
+    command = " ".join(args[:2]) if args[0] == "study" else args[0]
+    if command in API_COMMANDS and "--help" not in args and "-h" not in args:
+        errors.route_library_logs(command)  # Prefect's INFO lines to the log file, before Prefect is imported
     try:
         (light_app(args[0]) if args[0] in LIGHT_COMMANDS else __getattr__("app"))(prog_name="fade")
     finally:

@@ -88,6 +88,7 @@ def log_path(command: str) -> Path:
         _log_file.touch()
         for old in sorted(folder.glob("*.log"), key=lambda p: p.stat().st_mtime)[:-KEEP_LOGS]:
             old.unlink(missing_ok=True)
+            old.with_suffix(".logging.yml").unlink(missing_ok=True)  # route_library_logs' config beside it
     return _log_file
 
 
@@ -122,6 +123,59 @@ def report(command: str, error: BaseException) -> int:
         return BAD_INPUT
     print(f"{prefix}: failed: {type(error).__name__}: {one_line(error)}{where}", file=sys.stderr)
     return FAILED
+
+
+class FadeLogFile(logging.FileHandler):
+    """The command's log file as a logging handler (named in :func:`route_library_logs`'s logging config, so
+    that Dask workers and subprocesses append to the same file)."""
+
+    _fade_log = True
+
+
+CONSOLE_LEVEL = "WARNING"
+"""What Prefect's console handler still prints under `fade`: warnings and errors (errors without their
+traceback, :class:`ConsoleTracebackFilter`); INFO lines (flow and task runs, their dead "View at" links of a
+server that stops with the command) go to the log file only."""
+
+
+def library_logging_config(log_file: Path, prefect_yml: Path) -> dict:
+    """Prefect's own logging config (``prefect_yml``, its templates left for Prefect to fill) with the console
+    at :data:`CONSOLE_LEVEL` and every record also written to ``log_file`` (:class:`FadeLogFile`)."""
+    import yaml
+
+    cfg = yaml.safe_load(prefect_yml.read_text())
+    cfg["handlers"]["console"]["level"] = CONSOLE_LEVEL
+    cfg["handlers"]["fade_log"] = {"class": f"{__name__}.FadeLogFile", "formatter": "standard", "level": 0,
+                                   "filename": str(log_file)}
+    cfg["root"]["handlers"] = [*cfg["root"].get("handlers", []), "fade_log"]
+    for logger in cfg.get("loggers", {}).values():
+        if logger.get("propagate") is False and logger.get("handlers"):
+            logger["handlers"] = [*logger["handlers"], "fade_log"]
+    return cfg
+
+
+def route_library_logs(command: str) -> Path | None:
+    """Before Prefect is imported by a command that runs flows: Prefect's INFO lines go to this command's log
+    file, not the terminal, in this process and every process it starts (Dask workers and subprocesses inherit
+    ``PREFECT_LOGGING_SETTINGS_PATH``); Dask's own INFO lines (workers registering, the dashboard) are dropped
+    (``DASK_LOGGING__DISTRIBUTED``). A logging config or Dask level the user set is kept. Returns the config
+    written (None: Prefect not installed, or the user's own config)."""
+    import importlib.util
+
+    import yaml
+
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", CONSOLE_LEVEL.lower())
+    spec = importlib.util.find_spec("prefect")
+    if os.environ.get("PREFECT_LOGGING_SETTINGS_PATH") or spec is None or not spec.submodule_search_locations:
+        return None
+    prefect_yml = Path(next(iter(spec.submodule_search_locations))) / "logging" / "logging.yml"
+    if not prefect_yml.is_file():
+        return None
+    log_file = log_path(command)
+    out = log_file.with_suffix(".logging.yml")
+    out.write_text(yaml.safe_dump(library_logging_config(log_file, prefect_yml), sort_keys=False))
+    os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(out)
+    return out
 
 
 class ConsoleTracebackFilter(logging.Filter):

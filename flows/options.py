@@ -30,7 +30,13 @@ QUICK_OVERRIDES = [
 SWEEP_DEFAULTS = ["eval.checkpoints=last", "eval.skip_existing=true"]
 """A sweep's defaults on top of params.yaml (``--set`` wins): evaluate each run's last checkpoint, and keep
 evaluations already stored (a nightly sweep re-evaluates nothing it has)."""
-ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="params.yaml to read (missing: all defaults).")]
+QUICK_HELP = ("A first look on a smaller budget (minutes on 2 cores): sets " + ", ".join(QUICK_OVERRIDES)
+              + " (a --set of the same key wins).")
+"""`fade run --quick`'s help: what it shrinks, from :data:`QUICK_OVERRIDES` itself."""
+PARAMS_HELP = ("Params file to read. Without --params: ./params.yaml, or every default when there is none; "
+               "a file named here must exist (--params /dev/null: every default).")
+"""--params' help, as fade_core.config.load treats the file."""
+ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help=PARAMS_HELP)]
 SetOpt = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a key, e.g. --set train.method=power --set train.params.alpha=2."),

@@ -28,7 +28,7 @@ from prefect import flow, get_run_logger
 from fade_core import config as fconfig
 from fade_core import plan
 from flows import progress
-from flows.options import QUICK_OVERRIDES, ParamsOpt, SetOpt, config_or_params, load_config
+from flows.options import QUICK_HELP, QUICK_OVERRIDES, ParamsOpt, SetOpt, config_or_params, load_config
 
 DASK_MALLOC_TRIM_DEFAULT = 65536
 """Dask's ``distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_``: the value its nannies give workers."""
@@ -234,7 +234,7 @@ def register(app: typer.Typer) -> None:
     """Add `fade run` to the CLI."""
     @app.command("run")
     def run_command(
-        quick: Annotated[bool, typer.Option("--quick", help="A smaller budget: one seed, fewer steps and samples.")] = False,
+        quick: Annotated[bool, typer.Option("--quick", help=QUICK_HELP)] = False,
         results: Annotated[str, typer.Option("--results", help="Parent folder of results/<pipeline.name>/.")] = "results",
         params: ParamsOpt = Path("params.yaml"),
         overrides: SetOpt = None,
@@ -248,3 +248,6 @@ def register(app: typer.Typer) -> None:
         for stage, secs in out["timings"].items():
             typer.echo(f"  {stage:<10} {secs:8.1f} s")
         typer.echo(f"report: {out['report']}")
+        from flows import errors
+
+        typer.echo(f"log (Prefect's flow and task lines): {errors.log_path('run')}")

@@ -225,6 +225,45 @@ def test_unknown_commands_and_missing_verify_files_answer_in_one_line(tmp_path):
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith(line), proc.stderr
 
 
+def test_prefect_info_lines_go_to_the_log_file_not_the_terminal(tmp_path):
+    """Under a command that runs flows, Prefect's INFO lines reach the command's log file only; its warnings
+    still reach the terminal (the logging config is inherited by every process the command starts)."""
+    probe = textwrap.dedent("""
+        import logging, os, sys
+        from flows import errors
+        cfg = errors.route_library_logs("run")
+        assert cfg is not None and os.environ["PREFECT_LOGGING_SETTINGS_PATH"] == str(cfg)
+        import prefect.main  # configures logging from that file (as `from prefect import flow` does)
+        logging.getLogger("prefect.fade_test").info("an info line")
+        logging.getLogger("prefect.fade_test").warning("a warning line")
+        print("LOG", errors.log_path("run"))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_LOGGING_SETTINGS_PATH"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**env, "FADE_LOG_DIR": str(tmp_path), "PREFECT_API_URL": "http://127.0.0.1:9/api",
+                               "PREFECT_LOGGING_TO_API_ENABLED": "false"})
+    assert proc.returncode == 0, proc.stderr
+    log = Path(proc.stdout.split("LOG ", 1)[1].strip()).read_text()
+    assert "an info line" in log and "a warning line" in log
+    assert "an info line" not in proc.stderr and "a warning line" in proc.stderr
+
+
+def test_run_help_says_what_quick_shrinks_and_that_a_named_params_file_must_exist(tmp_path):
+    import click
+
+    from flows.options import QUICK_OVERRIDES
+
+    command = typer.main.get_command(app)
+    run = command.get_command(click.Context(command), "run")
+    helps = {p.name: p.help for p in run.params}
+    assert all(item in helps["quick"] for item in QUICK_OVERRIDES), helps["quick"]
+    assert "must exist" in helps["params"] and "missing: all defaults" not in helps["params"]
+    from fade_core.config import ConfigError, load
+
+    with pytest.raises(ConfigError, match="does not exist"):  # what the help says
+        load(tmp_path / "absent.yaml")
+
+
 def test_command_overrides_are_what_each_command_validates_first():
     from flows.options import QUICK_OVERRIDES, SWEEP_DEFAULTS, command_overrides
 
