@@ -98,21 +98,22 @@ def p_hat_for_alpha(alpha: float) -> float:
     return 3.0 / (3.0 + 2.0 * alpha)
 
 
-def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None = None) -> Claim:
-    """Did FADE's alpha and delta move through their ranges in every run of arm ``fade``?"""
-    statement = (f"FADE's schedule engages (study check, not a paper claim): in every run of arm fade alpha covers "
+def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None = None, label: str = "fade") -> Claim:
+    """Did FADE's alpha and delta move through their ranges in every run of arm ``label`` (the study's arm
+    ``fade``; the report checks every FADE arm)?"""
+    statement = (f"FADE's schedule engages (study check, not a paper claim): in every run of arm {label} alpha covers "
                  f">= {ALPHA_MIN_COVERAGE:.0%} of [1, alpha_max] and sits at a bound in <= {ALPHA_MAX_SHARE_AT_BOUND:.0%} "
                  f"of steps, and delta falls through >= {DELTA_MIN_COVERAGE:.0%} of its reachable range [max(delta_min, 1 - "
                  f"H_target), 1] and to <= {DELTA_MAX_LOWEST:g}. Otherwise the FADE claims are not tested.")
     source = "study check (issue 15: FADE ran as Power(alpha=3) with delta ~1)"
-    arm = (arms or {}).get("fade")
+    arm = (arms or {}).get(label)
     alpha_max = float((arm.params if arm is not None else {}).get("alpha_max", FADE_ALPHA_MAX))
     delta_min = float((arm.params if arm is not None else {}).get("delta_min", FADE_DELTA_MIN))
-    rows = _arm_rows(train, "fade")
+    rows = _arm_rows(train, label)
     runs = {rid: schedule_run(run, alpha_max, delta_min) for rid, run in (rows.groupby("run_id") if len(rows) else [])}
     runs = {rid: r for rid, r in runs.items() if r is not None}
     if not runs:
-        return _missing(SCHEDULE_ID, "fade", statement, source, "not checked: no training records of arm fade with "
+        return _missing(SCHEDULE_ID, "fade", statement, source, f"not checked: no training records of arm {label} with "
                         f"{ALPHA_COL} and {DELTA_COL} logged", summary="no logged schedule")
     bad = [rid for rid, r in runs.items() if not r["engaged"]]
     rs = list(runs.values())
@@ -129,7 +130,8 @@ def claim_schedule_engaged(train: pd.DataFrame, arms: Mapping[str, Arm] | None =
     limits = (f"needs coverage >= {ALPHA_MIN_COVERAGE:.0%}, at a bound <= {ALPHA_MAX_SHARE_AT_BOUND:.0%}, "
               f"delta through >= {DELTA_MIN_COVERAGE:.0%} of [floor, 1] and <= {DELTA_MAX_LOWEST:g} in every run")
     verdict, reason = (FAILS, f"did not engage in {', '.join(bad)} ({limits})") if bad else (PASSES, f"engaged ({limits})")
-    return Claim(SCHEDULE_ID, "fade", statement, source, meas, verdict, reason, dict(runs=runs, summary=summary))
+    return Claim(SCHEDULE_ID, "fade", statement, source, meas, verdict, reason,
+                 dict(runs=runs, summary=summary, alpha_max=alpha_max))
 
 
 def claim_aa_control(tables: Mapping[str, pd.DataFrame], benchmark: str | None) -> Claim:

@@ -11,8 +11,8 @@ folders' config.yaml. Output, under ``reports/<name>/``::
     report.json                 the figures drawn and those left out (with why)
 
 Modules: :mod:`.intervals` (confidence intervals), :mod:`.tables` (the tables, formatted once per column),
-:mod:`.figures` (training curves, evaluation figures, the atlas), :mod:`.arms` (what differs between
-arms), :mod:`.examples` (example completions), :mod:`.provenance` (commit, packages, machine, command,
+:mod:`.figures` (training curves, evaluation figures, the atlas), :mod:`.schedule` (did each FADE arm's
+schedule move: the study's check), :mod:`.arms` (what differs between arms), :mod:`.examples` (example completions), :mod:`.provenance` (commit, packages, machine, command,
 wall time), :mod:`.markdown` (the data card as safe HTML), :mod:`.page` (the HTML).
 
 The report reads the training records (the runs' metrics.jsonl, aggregated), never TensorBoard files:
@@ -32,6 +32,7 @@ from fade_core.report.examples import evaluation_examples, training_examples
 from fade_core.report.figures import FIGURES, TRAIN_METRICS, make_figures, method_colors, table
 from fade_core.report.page import PageContent, render
 from fade_core.report.provenance import Provenance, wall_times
+from fade_core.report.schedule import schedule_checks
 from fade_core.report.tables import (
     buckets,
     ci_note,
@@ -110,6 +111,9 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
                  for a in arms if a.trained]  # the atlas draws each arm as its config set it
         figures, missing, details = make_figures(con, out / "figures", formats, arms=specs,
                                                  group_size=inputs.group_size or group_size(configs))
+        fade_labels = set(runs[runs.is_fade].method) if "is_fade" in runs else set()
+        checks = schedule_checks(con, {a.label: (a.method, {n: v for n, v, given in a.params if given})
+                                       for a in arms if a.trained and a.label in fade_labels})
         long = headline_intervals(con)
         pairs = comparisons(con)
         lead = fade_lead(con)
@@ -119,7 +123,7 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
         content = PageContent(
             title=inputs.title, headline=headline_table(long), ci_note=ci_note(long),
             flagged=int(flagged.n.iloc[0]) if not flagged.empty else 0, lead=fade_lead_display(lead),
-            sections=inputs.sections, arms=arms, differing=differing_keys(runs, configs),
+            sections=inputs.sections, schedule=checks, arms=arms, differing=differing_keys(runs, configs),
             figures=figures, missing=missing, train_panels=details,
             examples=training_examples(con) + evaluation_examples(con, prompts=inputs.prompts),
             comparisons=comparisons_display(pairs), buckets=buckets(con), runs=runs_table(con),

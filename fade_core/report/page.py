@@ -24,6 +24,7 @@ from fade_core.report.arms import ArmSummary
 from fade_core.report.examples import Example
 from fade_core.report.figures import FIGURES
 from fade_core.report.provenance import Provenance, as_rows, duration
+from fade_core.report.schedule import ScheduleCheck, schedule_html
 
 e = html.escape
 
@@ -58,6 +59,7 @@ class PageContent:
     flagged: int = 0
     lead: pd.DataFrame = field(default_factory=pd.DataFrame)
     sections: Sequence[tuple[str, str, str]] = ()
+    schedule: Sequence[ScheduleCheck] = ()
     arms: Sequence[ArmSummary] = ()
     differing: pd.DataFrame = field(default_factory=pd.DataFrame)
     figures: Mapping[str, Mapping[str, Path]] = field(default_factory=dict)
@@ -234,6 +236,9 @@ def render(c: PageContent) -> str:
                  + (" <b>uniform</b> is no model: a sampler that picks uniformly among a countdown problem's candidate "
                     "expressions, its pass@k exact (1 - (1 - share correct)^k), the floor a model has to beat."
                     if not c.headline.empty and "uniform" in set(c.headline["method"]) else "") + "</p>")
+    if c.schedule:
+        parts.append("<h3 id='schedule'>FADE's schedule: did alpha and delta adapt?</h3>")
+        parts.append(schedule_html(c.schedule, html_table))
     parts.append("<h3>How early FADE peaks, against the best static baseline (descriptive: peaks on the evaluated "
                  "checkpoints; the study judges speed in rollouts to a threshold)</h3>")
     parts.append(html_table(c.lead, text_columns=["benchmark", "FADE method", "best static baseline", "CI over"],

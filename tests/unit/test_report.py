@@ -113,3 +113,43 @@ def test_fade_schedule_figure_shows_what_drives_alpha_and_delta():
     con.execute("DELETE FROM train_curves WHERE metric IN ('p_hat', 'h_hat', 'h_target')")
     assert len([a for a in figs.fig_fade_schedules(con, {}, ["fade"]).axes if a.get_title()]) == 2
     assert figs.fig_fade_schedules(con, {}, ["not_a_fade_arm"]) is None
+
+
+def _schedule_db(records):
+    import duckdb
+
+    con = duckdb.connect()
+    con.register("records", pd.DataFrame(records))
+    con.execute("CREATE TABLE train_steps AS SELECT * FROM records")
+    return con
+
+
+def test_schedule_check_says_when_fade_did_not_engage():
+    """The report runs the study's schedule check on every FADE arm: a run whose alpha sat at 3 and delta at 1
+    (pass rate under 1/3, entropy above target) is named as a fixed weighting; one that moved is engaged."""
+    from fade_core.report.schedule import schedule_checks
+
+    stuck = [dict(run_id=f"fade-s{s}-x", method="fade", seed=s, step=t, alpha=3.0, delta=1.0, h_target=0.6,
+                  p_hat=0.1 + 0.001 * t, h_hat=1.1) for s in (0, 1) for t in range(1, 41)]
+    moved = [dict(run_id="fade2-s0-y", method="fade2", seed=0, step=t, alpha=3.0 - 2.0 * t / 40,
+                  delta=1.0 - 0.5 * t / 40, h_target=0.6, p_hat=0.3 + 0.01 * t, h_hat=1.0 - 0.02 * t)
+             for t in range(1, 41)]
+    con = _schedule_db(stuck + moved)
+    checks = {c.label: c for c in schedule_checks(con, {"fade": ("fade", {}), "fade2": ("fade", {})})}
+    assert checks["fade"].engaged is False and checks["fade2"].engaged is True
+    assert "did NOT engage in 2 of 2 runs of arm fade" in checks["fade"].verdict
+    assert "Power(alpha=3)" in checks["fade"].verdict and "highest was 0.140" in checks["fade"].verdict
+    assert "engaged in all 1 runs of arm fade2" in checks["fade2"].verdict
+    assert list(checks["fade"].runs["schedule engaged"]) == ["NO", "NO"]
+    none = schedule_checks(_schedule_db([dict(run_id="f", method="fade", seed=0, step=1)]), {"fade": ("fade", {})})
+    assert none[0].engaged is None and "Not checked" in none[0].verdict
+
+
+def test_report_page_shows_the_schedule_check_of_a_fade_arm(tmp_path):
+    from fade_core.report.page import PageContent, render
+    from fade_core.report.schedule import ScheduleCheck
+
+    page = render(PageContent(title="t", headline=pd.DataFrame(),
+                              schedule=[ScheduleCheck("fade", False, "FADE's schedule did NOT engage in 2 of 2 runs")]))
+    assert "FADE's schedule: did alpha and delta adapt?" in page and "did NOT engage in 2 of 2 runs" in page
+    assert "did alpha and delta adapt" not in render(PageContent(title="t", headline=pd.DataFrame()))
