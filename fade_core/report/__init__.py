@@ -34,6 +34,7 @@ from fade_core.report.page import PageContent, render
 from fade_core.report.provenance import Provenance, wall_times
 from fade_core.report.schedule import schedule_checks
 from fade_core.report.tables import (
+    HOLM_KEY,
     buckets,
     ci_note,
     comparisons,
@@ -42,6 +43,7 @@ from fade_core.report.tables import (
     fade_lead_display,
     headline_intervals,
     headline_table,
+    key_comparisons,
     runs_table,
 )
 
@@ -117,6 +119,10 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
         long = headline_intervals(con)
         pairs = comparisons(con)
         lead = fade_lead(con)
+        trained = set(runs[runs.trained].method) if "trained" in runs else set()
+        compared = set(pairs.method_a) | set(pairs.method_b) if not pairs.empty else set()
+        key = key_comparisons(pairs, sorted(compared - trained),
+                              [(r.benchmark, r.method, r.baseline) for r in lead.itertuples(index=False)])
         flagged = table(con, "SELECT count(*) AS n FROM pass_at_k WHERE too_few_samples")
         curves = table(con, "SELECT run_id, method, seed, step, metric, value FROM train_curves "
                             "WHERE metric = 'time_step'")
@@ -126,7 +132,7 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
             sections=inputs.sections, schedule=checks, arms=arms, differing=differing_keys(runs, configs),
             figures=figures, missing=missing, train_panels=details,
             examples=training_examples(con) + evaluation_examples(con, prompts=inputs.prompts),
-            comparisons=comparisons_display(pairs), buckets=buckets(con), runs=runs_table(con),
+            comparisons=comparisons_display(pairs), key_comparisons=comparisons_display(key, HOLM_KEY), buckets=buckets(con), runs=runs_table(con),
             wall=wall_times(curves), provenance=inputs.provenance, tensorboard_dir=inputs.tensorboard_dir,
             params_yaml=inputs.params_yaml, data_card=inputs.data_card, notes=inputs.notes,
         )

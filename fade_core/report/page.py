@@ -67,6 +67,7 @@ class PageContent:
     train_panels: Mapping[str, Any] = field(default_factory=dict)
     examples: Sequence[Example] = ()
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
+    key_comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     buckets: pd.DataFrame = field(default_factory=pd.DataFrame)
     runs: pd.DataFrame = field(default_factory=pd.DataFrame)
     wall: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -230,9 +231,10 @@ def render(c: PageContent) -> str:
     parts.append("<h2 id='headline'>Headline: final pass@k (%) with 95% confidence intervals</h2>")
     parts.append(html_table(c.headline, text_columns=["benchmark", "method", "CI over"]))
     parts.append(f"<p class='note'>{e(c.ci_note)} pass@k is the unbiased estimator 1 - C(n-c,k)/C(n,k) per "
-                 "problem (n samples, c correct), averaged over problems; never max-over-n. † marks pass@k estimated "
-                 f"from n &lt; 2k samples on some problem (too few for a stable estimate); {c.flagged} per-run pass@k "
-                 "values carry that flag."
+                 "problem (n samples, c correct), averaged over problems; never max-over-n. After the interval: each "
+                 "seed's value. † (on a cell, or on a column's header when every cell has it) marks pass@k estimated "
+                 "from n &lt; 2k samples on some problem: still unbiased, but noisy (at n = k a problem's estimate is 0 "
+                 f"or 1, whether any of its n samples passed); {c.flagged} per-run pass@k values carry that flag."
                  + (" <b>uniform</b> is no model: a sampler that picks uniformly among a countdown problem's candidate "
                     "expressions, its pass@k exact (1 - (1 - share correct)^k), the floor a model has to beat."
                     if not c.headline.empty and "uniform" in set(c.headline["method"]) else "") + "</p>")
@@ -271,11 +273,21 @@ def render(c: PageContent) -> str:
     parts.append("<h2 id='examples'>Example completions</h2>")
     parts += _examples(c.examples)
 
-    parts.append("<h2 id='stats'>Statistics</h2><h3>Pairwise differences at the last step</h3>")
+    cols = ["benchmark", "method a", "method b", "CI over"]
+    parts.append("<h2 id='stats'>Statistics</h2><h3>The comparisons that matter: each method against the base "
+                 "model, FADE against the best static baseline (last step)</h3>")
     parts.append("<p class='muted'>a - b in percentage points with its 95% bootstrap interval (problems paired "
-                 "between the two methods; seeds too where both have several); p: two-sided bootstrap p-value, "
-                 "Holm-adjusted over the pairs of each benchmark and k.</p>")
-    parts.append(html_table(c.comparisons, text_columns=["benchmark", "method a", "method b", "CI over"]))
+                 "between the two methods; seeds too where both have several). The intervals are NOT adjusted for "
+                 "multiple comparisons; p: two-sided bootstrap p-value, given unadjusted and Holm-adjusted over "
+                 "this table's rows of each benchmark and k (a family of its own). An interval that excludes 0 "
+                 "with a Holm p above 0.05 is not a detected difference.</p>")
+    parts.append(html_table(c.key_comparisons, text_columns=cols,
+                            empty="No base model, or no trained method to compare with it."))
+    n_pairs = len(c.comparisons)
+    parts.append(f"<details><summary>Every pair of methods ({n_pairs} rows; p Holm-adjusted over all pairs of each "
+                 "benchmark and k, so larger than above)</summary>")
+    parts.append(html_table(c.comparisons, text_columns=cols))
+    parts.append("</details>")
     parts.append("<h3>pass@k (%) by difficulty bucket (last step, mean over seeds)</h3>")
     parts.append(html_table(c.buckets, text_columns=["benchmark", "bucket", "method"]))
 

@@ -14,7 +14,7 @@ one table never mixes formats; a statistic that needs several seeds reads "n/a" 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -89,7 +89,7 @@ def score_matrix(rows: pd.DataFrame, problems: Sequence[str] | None = None) -> t
 
 # ------------------------------------------------------------------------------------------ headline
 HEADLINE_COLUMNS = ["benchmark", "method", "final_step", "seeds", "problems", "k", "mean", "ci_low", "ci_high",
-                    "ci_over", "too_few_samples"]
+                    "ci_over", "too_few_samples", "per_seed"]
 
 
 def headline_intervals(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -111,23 +111,35 @@ def headline_intervals(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         lo, hi = int(rows.step.min()), int(rows.step.max())  # runs a rollout budget stopped at different steps
         out.append(dict(benchmark=bench, method=method, final_step=str(lo) if lo == hi else f"{lo}-{hi}",
                         seeds=x.shape[0], problems=len(problems), k=int(k), mean=iv.estimate, ci_low=iv.low, ci_high=iv.high,
-                        ci_over=iv.over, too_few_samples=few.get((bench, method, int(k)), False)))
+                        ci_over=iv.over, too_few_samples=few.get((bench, method, int(k)), False),
+                        per_seed=[float(v) for v in x.mean(axis=1)]))
     return pd.DataFrame(out, columns=HEADLINE_COLUMNS)
 
 
+def fmt_seeds(values: Sequence[float] | None) -> str:
+    """Each seed's value in % ("seeds 8.3 / 8.7"); empty for one seed or none (the mean is that value)."""
+    vals = list(values) if values is not None and not isinstance(values, float) else []
+    return "seeds " + " / ".join(fmt_pct(v) for v in vals) if len(vals) > 1 else ""
+
+
 def headline_table(con_or_long: duckdb.DuckDBPyConnection | pd.DataFrame) -> pd.DataFrame:
-    """The headline, one row per benchmark and method, a column per k: "mean [low, high]" in %, "†" where
-    some problem had fewer than flag_n_per_k * k samples."""
+    """The headline, one row per benchmark and method, a column per k: "mean [low, high]" in %, then each
+    seed's value when there are several (two-seed intervals are too wide to read alone), "†" where some
+    problem had fewer than flag_n_per_k * k samples. A column flagged in every row carries the mark in its
+    header instead (``pass@32 (%) †``): marking every cell says nothing a cell could differ in."""
     long = con_or_long if isinstance(con_or_long, pd.DataFrame) else headline_intervals(con_or_long)
     if long.empty:
         return pd.DataFrame()
     long = long.copy()
-    long["cell"] = [fmt_ci(Interval(m, lo, hi, over)) + (" †" if few else "")
-                    for m, lo, hi, over, few in zip(long["mean"], long.ci_low, long.ci_high, long.ci_over,
-                                                    long.too_few_samples, strict=True)]
+    per_seed = long["per_seed"] if "per_seed" in long else [None] * len(long)
+    all_few = {int(k) for k, g in long.groupby("k") if bool(g.too_few_samples.all())}
+    long["cell"] = [fmt_ci(Interval(m, lo, hi, over)) + (f"; {fmt_seeds(v)}" if fmt_seeds(v) else "")
+                    + (" †" if few and int(k) not in all_few else "")
+                    for m, lo, hi, over, few, k, v in zip(long["mean"], long.ci_low, long.ci_high, long.ci_over,
+                                                          long.too_few_samples, long.k, per_seed, strict=True)]
     wide = long.pivot_table(index=["benchmark", "method", "final_step", "seeds", "problems", "ci_over"], columns="k",
                             values="cell", aggfunc="first")
-    wide.columns = [f"pass@{k} (%)" for k in wide.columns]
+    wide.columns = [f"pass@{k} (%)" + (" †" if int(k) in all_few else "") for k in wide.columns]
     return wide.reset_index().rename(columns={"final_step": "final step", "ci_over": "CI over"})
 
 
@@ -172,16 +184,62 @@ def comparisons(con: duckdb.DuckDBPyConnection, ks: Sequence[int] | None = None)
     return df
 
 
-def comparisons_display(df: pd.DataFrame) -> pd.DataFrame:
-    """:func:`comparisons` formatted for the page."""
+BASE = "base"
+"""The untrained base model's method label (fade_core.aggregate's base run)."""
+
+
+def key_comparisons(pairs: pd.DataFrame, untrained: Sequence[str], fade_vs: Sequence[tuple[str, str, str]] = ()
+                    ) -> pd.DataFrame:
+    """The comparisons a reader asks first, out of :func:`comparisons`' pairs: every trained method - the base
+    model, and each FADE method - its best static baseline (``fade_vs``: (benchmark, FADE method, baseline)),
+    each oriented that way (a = the method). p_holm is recomputed over these rows per (benchmark, k): a family
+    of its own, smaller than all pairs'; ci_low/ci_high stay unadjusted 95% intervals."""
+    if pairs.empty:
+        return pairs.assign(family=pd.Series(dtype=str))
+    skip = set(untrained) | {BASE}
+    wanted = {(b, f, s) for b, f, s in fade_vs}
+    out = []
+    for (bench, _k), sub in pairs.groupby(["benchmark", "k"], sort=True):
+        family = []
+        for row in sub.to_dict("records"):
+            a, b = row["method_a"], row["method_b"]
+            if BASE in (a, b) and ({a, b} - {BASE}).isdisjoint(skip):
+                family.append(_oriented(row, b if a == BASE else a, "vs base"))
+            elif (bench, a, b) in wanted or (bench, b, a) in wanted:
+                fade = a if (bench, a, b) in wanted else b
+                family.append(_oriented(row, fade, "FADE vs best static"))
+        if family:
+            for row, adj in zip(family, holm([r["p"] for r in family]), strict=True):
+                row["p_holm"] = adj
+            out += sorted(family, key=lambda r: (r["family"] != "vs base", r["method_a"]))
+    return pd.DataFrame(out, columns=[*pairs.columns, "family"])
+
+
+def _oriented(row: Mapping[str, Any], first: str, family: str) -> dict[str, Any]:
+    """A pair's row with ``first`` as method a (difference and interval flipped when it was b)."""
+    row = dict(row, family=family)
+    if row["method_a"] == first:
+        return row
+    return dict(row, method_a=row["method_b"], method_b=row["method_a"], mean_a=row["mean_b"], mean_b=row["mean_a"],
+                diff=-row["diff"], ci_low=-row["ci_high"], ci_high=-row["ci_low"], seeds_a=row["seeds_b"],
+                seeds_b=row["seeds_a"])
+
+
+HOLM_KEY = "p (Holm over this table's rows of each benchmark and k)"
+HOLM_ALL = "p (Holm over all pairs of each benchmark and k)"
+
+
+def comparisons_display(df: pd.DataFrame, holm_label: str = HOLM_ALL) -> pd.DataFrame:
+    """:func:`comparisons` (or :func:`key_comparisons`) formatted for the page: the interval unadjusted, the
+    p-value both unadjusted and Holm-adjusted (``holm_label`` says over which family), each column saying so."""
     if df.empty:
         return df
     return pd.DataFrame({
         "benchmark": df.benchmark, "k": df.k, "method a": df.method_a, "method b": df.method_b,
         "a (%)": [fmt_pct(v) for v in df.mean_a], "b (%)": [fmt_pct(v) for v in df.mean_b],
-        "a - b (pp) [95% CI]": [fmt_ci(Interval(d, lo, hi, o)) for d, lo, hi, o in
-                                zip(df["diff"], df.ci_low, df.ci_high, df.ci_over, strict=True)],
-        "p (Holm)": [fmt_p(p) for p in df.p_holm], "CI over": df.ci_over,
+        "a - b (pp) [95% CI, unadjusted]": [fmt_ci(Interval(d, lo, hi, o)) for d, lo, hi, o in
+                                            zip(df["diff"], df.ci_low, df.ci_high, df.ci_over, strict=True)],
+        "p (unadjusted)": [fmt_p(p) for p in df.p], holm_label: [fmt_p(p) for p in df.p_holm], "CI over": df.ci_over,
         "seeds": [f"{a} / {b}" for a, b in zip(df.seeds_a, df.seeds_b, strict=True)], "problems": df.problems,
     })
 

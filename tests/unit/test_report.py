@@ -48,10 +48,45 @@ def test_headline_has_intervals_over_what_varies(tmp_path):
     assert fade1["mean"] == pytest.approx(seeds.m.mean()) and fade1.seeds == 2 and fade1.problems == 3
     assert 0.0 <= fade1.ci_low < fade1["mean"] < fade1.ci_high <= 1.0
     cell = head.loc[head.method == "fade", "pass@1 (%)"].item()
-    assert re.fullmatch(r"62\.5 \[\d+\.\d, \d+\.\d\]", cell), cell
-    assert head.loc[head.method == "fade", "pass@10 (%)"].item().endswith("†")  # n = 12 < 2 * 10
+    assert re.fullmatch(r"62\.5 \[\d+\.\d, \d+\.\d\]; seeds 58\.3 / 66\.7", cell), cell  # each seed beside the mean
+    # n = 12 < 2 * 10 on every problem of every method: the mark is on the column, not on each of its cells
+    assert "pass@10 (%) †" in head.columns and not any(v.endswith("†") for v in head["pass@10 (%) †"])
     md = rep.markdown_table(head)
     assert md.splitlines()[0].startswith("| benchmark | method") and len(md.splitlines()) == 4
+
+
+def test_too_few_samples_mark_goes_on_the_cells_that_have_it_or_on_a_column_that_all_have_it():
+    def row(method, k, few, seeds):
+        return dict(benchmark="b", method=method, final_step="9", seeds=len(seeds), problems=5, k=k, mean=0.5,
+                    ci_low=0.4, ci_high=0.6, ci_over="seeds + problems", too_few_samples=few, per_seed=seeds)
+
+    long = pd.DataFrame([row("a", 1, False, [0.4, 0.6]), row("a", 8, True, [0.4, 0.6]), row("a", 16, True, [0.4, 0.6]),
+                         row("c", 1, False, [0.5]), row("c", 8, False, [0.5]), row("c", 16, True, [0.5])])
+    head = rep.headline_table(long).set_index("method")
+    assert list(head.columns[-3:]) == ["pass@1 (%)", "pass@8 (%)", "pass@16 (%) †"]
+    assert head.loc["a", "pass@8 (%)"] == "50.0 [40.0, 60.0]; seeds 40.0 / 60.0 †"  # only the flagged cell
+    assert head.loc["c", "pass@8 (%)"] == "50.0 [40.0, 60.0]" and head.loc["c", "pass@16 (%) †"] == "50.0 [40.0, 60.0]"
+
+
+def test_key_comparisons_lead_with_each_method_against_base_and_fade_against_the_best_static():
+    pairs = pd.DataFrame([dict(benchmark="b", k=1, method_a=a, method_b=b, mean_a=ma, mean_b=mb, diff=ma - mb,
+                               ci_low=ma - mb - 0.01, ci_high=ma - mb + 0.02, p=p, p_holm=1.0, ci_over="x",
+                               seeds_a=2, seeds_b=1, problems=9)
+                          for a, b, ma, mb, p in [("base", "fade", 0.07, 0.09, 0.01), ("base", "grpo", 0.07, 0.05, 0.02),
+                                                  ("fade", "grpo", 0.09, 0.05, 0.03), ("fade", "power2", 0.09, 0.1, 0.4),
+                                                  ("base", "uniform", 0.07, 0.03, 0.001),
+                                                  ("grpo", "power2", 0.05, 0.1, 0.04)]])
+    key = rep.tables.key_comparisons(pairs, ["uniform"], [("b", "fade", "power2")])
+    got = [(r.method_a, r.method_b, r.family) for r in key.itertuples()]
+    assert got == [("fade", "base", "vs base"), ("grpo", "base", "vs base"), ("fade", "power2", "FADE vs best static")]
+    fb = key.iloc[0]  # flipped: base - fade became fade - base, its interval too
+    assert fb["diff"] == pytest.approx(0.02) and (fb.ci_low, fb.ci_high) == pytest.approx((-0.0, 0.03))
+    from fade_core.stats import holm
+
+    assert list(key.p_holm) == pytest.approx(holm([0.01, 0.02, 0.4]))  # Holm over these three rows only
+    shown = rep.tables.comparisons_display(key, rep.tables.HOLM_KEY)
+    assert "a - b (pp) [95% CI, unadjusted]" in shown.columns and "p (unadjusted)" in shown.columns
+    assert rep.tables.HOLM_KEY in shown.columns
 
 
 def test_one_seed_intervals_are_over_problems_and_pairs_get_holm(tmp_path):
