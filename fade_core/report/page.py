@@ -23,7 +23,7 @@ from fade_core.report import markdown
 from fade_core.report.arms import ArmSummary
 from fade_core.report.examples import Example
 from fade_core.report.figures import FIGURES
-from fade_core.report.provenance import Provenance, as_rows, duration
+from fade_core.report.provenance import Provenance, as_rows, duration, durations
 from fade_core.report.schedule import ScheduleCheck, schedule_html
 
 e = html.escape
@@ -294,7 +294,7 @@ def render(c: PageContent) -> str:
     parts.append("<h2 id='runs'>Runs</h2>")
     parts.append(html_table(c.runs, text_columns=["run_id", "method", "advantage"]))
     if not c.wall.empty:
-        wall = c.wall.assign(**{"training wall time": [duration(s) for s in c.wall.train_seconds]})
+        wall = c.wall.assign(**{"training wall time": durations(c.wall.train_seconds)})
         parts.append("<h3>Training wall time per run (sum of its steps' time)</h3>")
         parts.append(html_table(wall.drop(columns="train_seconds"), text_columns=["run_id", "method"]))
     for note in c.notes:

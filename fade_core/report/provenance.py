@@ -162,6 +162,16 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def durations(seconds: Sequence[float]) -> list[str]:
+    """Durations of one column in ONE unit (s, min or h), the one :func:`duration` picks for the longest."""
+    vals = [float(v) for v in seconds]
+    if not vals:
+        return []
+    top = max(vals)
+    unit, scale = ("s", 1.0) if top < 120 else ("min", 60.0) if top < 2 * 3600 else ("h", 3600.0)
+    return [f"{v / scale:.1f} {unit}" for v in vals]
+
+
 def as_rows(p: Provenance, extra: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """(field, value) rows of the provenance table, in reading order."""
     rows: list[tuple[str, str]] = []

@@ -331,7 +331,18 @@ def buckets(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     wide = df.pivot_table(index=["benchmark", "bucket", "method", "problems", "num_seeds"], columns="k", values="cell",
                           aggfunc="first")
     wide.columns = [f"pass@{k} (%)" for k in wide.columns]
-    return wide.reset_index().rename(columns={"num_seeds": "seeds"})
+    wide = wide.reset_index().rename(columns={"num_seeds": "seeds"})
+    order = wide.bucket.map(bucket_rank)
+    return wide.assign(_rank=order).sort_values(["benchmark", "_rank", "method"]).drop(columns="_rank").reset_index(drop=True)
+
+
+BUCKET_ORDER = ("easy", "medium", "hard")
+"""Difficulty buckets in reading order (fade_core.config.COUNTDOWN_LEVEL_NAMES); other names follow, by name."""
+
+
+def bucket_rank(name: str) -> tuple[int, str]:
+    """Sort key of a difficulty bucket: easy, medium, hard first, in that order; any other by name."""
+    return (BUCKET_ORDER.index(name), "") if name in BUCKET_ORDER else (len(BUCKET_ORDER), str(name))
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

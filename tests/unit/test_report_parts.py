@@ -198,3 +198,17 @@ def test_prefect_links_name_the_report_and_the_pipeline_flow_runs(monkeypatch: p
     assert len(notes) == 1 and "30.0 min" in notes[0]
     monkeypatch.setattr(flow_run, "ui_url", None, raising=False)  # a server without a UI: the ids
     assert report_task.prefect_links()[0][1] == ("Prefect flow run (the whole pipeline)", "flow run id 2222")
+
+
+def test_difficulty_rows_read_easy_medium_hard_and_wall_times_share_one_unit():
+    con = duckdb.connect()
+    seeds = pd.DataFrame([dict(benchmark="countdown", bucket=b, method="grpo", k=1, mean=0.5, num_seeds=2, step=9)
+                          for b in ("all", "hard", "easy", "zeta", "medium")])
+    probs = seeds.assign(num_problems=10)
+    con.register("s", seeds)
+    con.register("p", probs)
+    con.execute("CREATE TABLE pass_at_k_seeds AS SELECT * FROM s")
+    con.execute("CREATE TABLE pass_at_k AS SELECT * FROM p")
+    assert tables.buckets(con).bucket.tolist() == ["easy", "medium", "hard", "zeta"]
+    assert provenance.durations([111.1, 150.0, 30.0]) == ["1.9 min", "2.5 min", "0.5 min"]
+    assert provenance.durations([12.0, 100.0]) == ["12.0 s", "100.0 s"] and provenance.durations([]) == []
