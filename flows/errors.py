@@ -175,7 +175,13 @@ def route_library_logs(command: str) -> Path | None:
     out = log_file.with_suffix(".logging.yml")
     out.write_text(yaml.safe_dump(library_logging_config(log_file, prefect_yml), sort_keys=False))
     os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(out)
+    os.environ[COMMAND_LOG] = str(log_file)
     return out
+
+
+COMMAND_LOG = "FADE_COMMAND_LOG"
+"""The command's log file, for the processes it starts (the report links it: the flow and task lines that a
+temporary Prefect server does not keep)."""
 
 
 class ConsoleTracebackFilter(logging.Filter):

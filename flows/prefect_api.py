@@ -200,6 +200,7 @@ def start() -> str:
         why = _wait_ready(proc, url, bound)
         if why is None:
             _server = proc
+            os.environ[TEMPORARY_API] = url  # the report says its links die with this server
             return _use(url)
         _terminate(proc)
         problems.append(why)
@@ -208,6 +209,11 @@ def start() -> str:
         f"the bound (FADE_API_STARTUP_TIMEOUT={int(bound * 3)}), or start one yourself (`prefect server start`) "
         "and set PREFECT_API_URL=http://127.0.0.1:4200/api"
     )
+
+
+TEMPORARY_API = "FADE_TEMPORARY_PREFECT_API"
+"""Set (to its URL) while the API is a server this command started and stops when it ends: every process the
+command starts inherits it, so the report can say that its Prefect links will not open afterwards."""
 
 
 def stop() -> None:
@@ -227,6 +233,7 @@ def stop() -> None:
     if _server is not None:
         _terminate(_server)
         _server = None
+        os.environ.pop(TEMPORARY_API, None)
     _url = None
     _armed = False
 

@@ -7,6 +7,7 @@ as a Prefect markdown artifact."""
 from __future__ import annotations
 
 import base64
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ def build_report(
     if data_card_path and Path(data_card_path).exists():
         card = Path(data_card_path).read_text()
     links, notes = prefect_links()
+    links += saved_links(results_dir, runs_dir)
     inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats, runs_dir=runs_dir,
                               prompts=read_prompts(problem_paths or {}),
                               provenance=provenance.collect(links=links, notes=notes),
@@ -97,17 +99,44 @@ def prefect_links() -> tuple[list[tuple[str, str]], list[str]]:
     if not run_id:
         return links, notes
     url = flow_run.ui_url
-    links.append((f"Prefect flow run '{flow_run.name}' (report)", url or f"flow run id {run_id}"))
+    gone = temporary_server_note()
+    tail = " (temporary server: gone)" if gone else ""
+    links.append((f"Prefect flow run '{flow_run.name}' (report){tail}", url or f"flow run id {run_id}"))
     root = flow_run.root_flow_run_id
     if root and str(root) != str(run_id):
         root_url = url.replace(str(run_id), str(root)) if url else None
-        links.append(("Prefect flow run (the whole pipeline)", root_url or f"flow run id {root}"))
+        links.append((f"Prefect flow run (the whole pipeline){tail}", root_url or f"flow run id {root}"))
+    if gone:
+        notes.append(gone)
         started = _flow_run_start(str(root))
         if started is not None:
             seconds = (datetime.now(UTC) - started).total_seconds()
             notes.append(f"The pipeline's flow run had been running {provenance.duration(seconds)} when this report "
                          "was built (its last stage).")
     return links, notes
+
+
+def temporary_server_note() -> str:
+    """What to say when the Prefect API is the temporary server the `fade` command started (flows.prefect_api
+    sets FADE_TEMPORARY_PREFECT_API to its URL): its links stop working when the command ends. Empty otherwise
+    (a server of the user's own, or Prefect Cloud, keeps its runs)."""
+    url = os.environ.get("FADE_TEMPORARY_PREFECT_API")
+    if not url or url != os.environ.get("PREFECT_API_URL"):
+        return ""
+    return (f"The Prefect links above point at the temporary Prefect server ({url}) that this fade command "
+            "started and stopped when it ended: they do not open afterwards. What is kept is listed as "
+            "'saved': the command's log (every flow and task run's lines), the run folders and the aggregated "
+            "results. To keep the Prefect UI's view, run against a server of your own (`prefect server start`, "
+            "then PREFECT_API_URL=http://127.0.0.1:4200/api).")
+
+
+def saved_links(results_dir: str, runs_dir: str | None) -> list[tuple[str, str]]:
+    """(label, path) of what outlives the command: its log file (FADE_COMMAND_LOG, set by the `fade` CLI), the
+    aggregated results and the run folders, those that exist."""
+    items = [("saved: the command's log (Prefect's flow and task lines)", os.environ.get("FADE_COMMAND_LOG") or ""),
+             ("saved: aggregated results (results.duckdb, metrics.json, plots/)", results_dir),
+             ("saved: the run folders (config, metrics.jsonl, checkpoints)", runs_dir or "")]
+    return [(label, path) for label, path in items if path and Path(path).exists()]
 
 
 def _flow_run_start(flow_run_id: str) -> datetime | None:

@@ -212,3 +212,19 @@ def test_difficulty_rows_read_easy_medium_hard_and_wall_times_share_one_unit():
     assert tables.buckets(con).bucket.tolist() == ["easy", "medium", "hard", "zeta"]
     assert provenance.durations([111.1, 150.0, 30.0]) == ["1.9 min", "2.5 min", "0.5 min"]
     assert provenance.durations([12.0, 100.0]) == ["12.0 s", "100.0 s"] and provenance.durations([]) == []
+
+
+def test_provenance_says_a_temporary_prefect_server_is_gone_and_links_what_is_saved(tmp_path, monkeypatch):
+    from tasks import report as report_task
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:5555/api")
+    monkeypatch.delenv("FADE_TEMPORARY_PREFECT_API", raising=False)
+    assert report_task.temporary_server_note() == ""  # the user's own server keeps its runs
+    monkeypatch.setenv("FADE_TEMPORARY_PREFECT_API", "http://127.0.0.1:5555/api")
+    assert "do not open afterwards" in report_task.temporary_server_note()
+    log = tmp_path / "run.log"
+    log.write_text("x")
+    monkeypatch.setenv("FADE_COMMAND_LOG", str(log))
+    (tmp_path / "eval").mkdir()
+    got = report_task.saved_links(str(tmp_path / "eval"), str(tmp_path / "absent"))
+    assert [path for _label, path in got] == [str(log), str(tmp_path / "eval")]  # the runs folder does not exist
