@@ -36,6 +36,8 @@ def report(config: fconfig.Config | None = None) -> dict[str, Any]:
                "arms": {k: a.model_dump(mode="json") for k, a in cfg.pipeline.arms.items()}}
         if cfg.report.study else None,
         pipeline=cfg.pipeline.name,
+        benchmarks={"prepared": list(cfg.data.benchmarks), "trained": [cfg.train.benchmark],
+                    "evaluated": list(cfg.eval.benchmarks)},
     )
     out["config"] = str(fconfig.save(cfg, out_dir / "config.yaml"))
     return out

@@ -34,6 +34,7 @@ def build_report(
     problem_paths: dict[str, str] | None = None,
     study: dict[str, Any] | None = None,
     pipeline: str = "fade",
+    benchmarks: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """Write reports/<name>/ (see fade_core.report); return the paths and the figures left out (with why).
 
@@ -41,10 +42,17 @@ def build_report(
     logs (linked); problem_paths: {benchmark: problem table} for the prompts of the example completions.
     ``study`` ({"runs_dir", "arms": {label: {method, params}}, "benchmark"}) adds the study section: the
     claims of fade_core.study computed from those runs and this results.duckdb, and the sign-axis figure.
-    ``pipeline``: pipeline.name, the prefix of the artifacts' keys (tasks.artifacts)."""
+    ``pipeline``: pipeline.name, the prefix of the artifacts' keys (tasks.artifacts). ``benchmarks``
+    ({"prepared", "trained", "evaluated"}: lists of names) puts a line on top of the data card saying which of
+    its benchmarks this run used."""
     card = ""
     if data_card_path and Path(data_card_path).exists():
         card = Path(data_card_path).read_text()
+        if benchmarks is not None:  # say which of the card's benchmarks this run used
+            from fade_core.data.card import usage_note
+
+            card = usage_note(benchmarks.get("prepared", []), benchmarks.get("trained", []),
+                              benchmarks.get("evaluated", [])) + card
     links, notes = prefect_links()
     links += saved_links(results_dir, runs_dir)
     inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats, runs_dir=runs_dir,

@@ -157,6 +157,21 @@ def _gold_lines(gold: Mapping[str, Any] | None) -> list[str]:
     return lines
 
 
+def usage_note(prepared: Iterable[str], trained: Iterable[str], evaluated: Iterable[str]) -> str:
+    """One Markdown paragraph for the top of a run's data card: which of the prepared benchmarks the run
+    trained on and evaluated, and which it prepared but never used (the card lists everything `fade
+    prepare` wrote, e.g. humaneval by default, which the default run does not evaluate)."""
+    prepared, trained, evaluated = list(prepared), list(trained), list(evaluated)
+    used = set(trained) | set(evaluated)
+    unused = [b for b in prepared if b not in used]
+    text = (f"This run trained on {', '.join(trained) or 'nothing'} and evaluated on {', '.join(evaluated) or 'nothing'}"
+            f" (train.benchmark, eval.benchmarks).")
+    if unused:
+        text += (f" Also prepared, but neither trained on nor evaluated: {', '.join(unused)} (data.benchmarks); "
+                 "the card lists every prepared benchmark.")
+    return text + "\n\n"
+
+
 def to_markdown(card: Mapping[str, Any]) -> str:
     """The card as Markdown."""
     lines = ["# Data card", ""]

@@ -157,3 +157,8 @@ def test_quick_run_report_in_chromium(tmp_path: Path, chromium: str, prefect_api
     prov = section(text, "Provenance", "Params")
     assert "fade run --quick" in prov and "Prefect flow run" in prov and "tensorboard --logdir" in prov
     assert "training wall time" in prov
+    assert "temporary server: gone" in prov and "saved: the command's log" in prov  # the server died with it
+    card = text[text.index("\nData card"):]
+    assert "This run trained on countdown and evaluated on countdown" in card
+    schedule = section(text, "FADE's schedule: did alpha and delta adapt?", "How early FADE peaks")
+    assert "runs of arm fade" in schedule  # the study's check, on the run's FADE arm

@@ -79,3 +79,12 @@ def test_notes_and_special_judge_counts_reach_the_card(tmp_path: Path) -> None:
     excluded = data.load_result("taco", str(FIX / "taco_subset"))
     s = card.benchmark_summary(excluded.table, filtered=excluded.filtered)
     assert s["filtered"] == {"special-judge rows nothing can decide (no checker): excluded": 1}
+
+
+def test_a_runs_card_says_which_prepared_benchmarks_it_used() -> None:
+    from fade_core.data.card import usage_note
+
+    note = usage_note(["countdown", "humaneval"], ["countdown"], ["countdown"])
+    assert note.startswith("This run trained on countdown and evaluated on countdown")
+    assert "neither trained on nor evaluated: humaneval" in note
+    assert "neither" not in usage_note(["countdown"], ["countdown"], ["countdown"])
