@@ -157,7 +157,8 @@ def test_quick_run_report_in_chromium(tmp_path: Path, chromium: str, prefect_api
     prov = section(text, "Provenance", "Params")
     assert "fade run --quick" in prov and "Prefect flow run" in prov and "tensorboard --logdir" in prov
     assert "training wall time" in prov
-    assert "temporary server: gone" in prov and "saved: the command's log" in prov  # the server died with it
+    # the test session's own Prefect server outlives the command: its links are not marked gone; the log is saved
+    assert "temporary server: gone" not in prov and "saved: the command's log" in prov
     card = text[text.index("\nData card"):]
     assert "This run trained on countdown and evaluated on countdown" in card
     schedule = section(text, "FADE's schedule: did alpha and delta adapt?", "How early FADE peaks")
