@@ -205,10 +205,16 @@ def fig_train_metric(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], 
     return fig
 
 
-def fig_mass(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str]) -> Any:
+BALANCED_TOL = 1e-9
+"""|sign balance| below this at every logged step: the method's weights sum to zero within each group."""
+
+
+def fig_mass(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str], info: dict[str, Any] | None = None) -> Any:
     """Sign balance (m_S - m_F)/(m_S + m_F) and total mass m_S + m_F against step: the two numbers that
     say how a method splits its gradient between successes and failures (m_S and m_F drawn apart look
-    alike for every method)."""
+    alike for every method). ``info["balanced"]``: the methods whose balance is 0 (within
+    :data:`BALANCED_TOL`) at every step, measured: an advantage that sums to zero within each group (GRPO,
+    Dr.GRPO, RLOO, Power, FADE at delta = 1) has m_S = m_F exactly."""
     from fade_core.decomposition import sign_balance
 
     cur = curves(con, ["m_s", "m_f"])
@@ -219,6 +225,9 @@ def fig_mass(con: duckdb.DuckDBPyConnection, colors: Mapping[str, str]) -> Any:
         return None
     both["balance"] = sign_balance(both.value_s.to_numpy(), both.value_f.to_numpy(), rel_tol=1e-12)
     both["total"] = both.value_s + both.value_f
+    if info is not None:
+        reach = both.dropna(subset=["balance"]).groupby("method").balance.apply(lambda b: float(np.abs(b).max()))
+        info["balanced"] = sorted(str(m) for m, r in reach.items() if r < BALANCED_TOL)
     window = smoothing_window(both.step.nunique())
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), squeeze=False)
     for ax, col, title in zip(axes[0], ("balance", "total"),
@@ -422,7 +431,7 @@ def make_figures(con: duckdb.DuckDBPyConnection, out_dir: str | Path, formats: S
 
     builders = {
         "training_curves": training,
-        "mass": lambda: fig_mass(con, colors),
+        "mass": lambda: fig_mass(con, colors, details),
         "fade_schedules": lambda: fig_fade_schedules(con, colors, fade),
         "rank1_fraction": lambda: fig_train_metric(con, colors, "rank1_frac", "rank-1 fraction of dW (head)"),
         "pass_at_k_vs_step": lambda: fig_pass_at_k(con, colors),

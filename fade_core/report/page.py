@@ -118,6 +118,10 @@ def _figures(c: PageContent, names: Sequence[str], captions: Mapping[str, str]) 
                         f"{k} = {v:g}" for k, v in constant.items()) + "."
                 if missing := c.train_panels.get("missing"):
                     extra += " Not logged by these runs: " + ", ".join(missing) + "."
+            if name == "mass" and (balanced := c.train_panels.get("balanced")):
+                extra = (" Sign balance 0 at every step (measured, not missing) for " + ", ".join(balanced)
+                         + ": their advantages sum to zero within each group, so m_S = m_F exactly; it moves only "
+                         "for sign-asymmetric weights (AsymGRPO with delta != 1, FADE once its delta falls below 1).")
             parts.append(_figure(name, c.figures[name], captions[name], e(extra)))
         else:
             parts.append(f"<p class='warn'>Figure “{e(captions[name])}” not available: "

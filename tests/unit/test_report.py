@@ -188,3 +188,31 @@ def test_report_page_shows_the_schedule_check_of_a_fade_arm(tmp_path):
                               schedule=[ScheduleCheck("fade", False, "FADE's schedule did NOT engage in 2 of 2 runs")]))
     assert "FADE's schedule: did alpha and delta adapt?" in page and "did NOT engage in 2 of 2 runs" in page
     assert "did alpha and delta adapt" not in render(PageContent(title="t", headline=pd.DataFrame()))
+
+
+def test_sign_balance_panel_names_the_methods_whose_balance_is_measured_zero():
+    import duckdb
+
+    from fade_core.report.figures import fig_mass
+
+    rows = [dict(run_id=f"{m}-s0", method=m, seed=0, step=t, metric=k, value=v)
+            for t in range(1, 6) for m, (ms, mf) in {"grpo": (0.2, 0.2), "asym": (0.3, 0.1)}.items()
+            for k, v in (("m_s", ms * t), ("m_f", mf * t))]
+    con = duckdb.connect()
+    con.register("rows", pd.DataFrame(rows))
+    con.execute("CREATE TABLE train_curves AS SELECT * FROM rows")
+    info: dict = {}
+    assert fig_mass(con, {"grpo": "C0", "asym": "C1"}, info) is not None
+    assert info["balanced"] == ["grpo"]  # asym's m_S > m_F: not balanced
+
+
+def test_sign_balance_caption_says_zero_is_measured(tmp_path):
+    from fade_core.report.page import PageContent, render
+
+    svg = tmp_path / "mass.svg"
+    svg.write_text("<svg xmlns='http://www.w3.org/2000/svg'></svg>")
+    page = render(PageContent(title="t", headline=pd.DataFrame(), figures={"mass": {"svg": svg}},
+                              train_panels={"balanced": ["fade", "grpo"]}))
+    assert "Sign balance 0 at every step (measured, not missing) for fade, grpo" in page
+    plain = render(PageContent(title="t", headline=pd.DataFrame(), figures={"mass": {"svg": svg}}))
+    assert "measured, not missing" not in plain
