@@ -238,10 +238,14 @@ def _short(label: str) -> str:
 
 
 def render(table: pd.DataFrame, out_dir: str | Path, stem: str = "atlas",
-           formats: Sequence[str] = ("png", "svg"), entries: Sequence[AtlasEntry] | None = None) -> list[Path]:
+           formats: Sequence[str] = ("png", "svg"), entries: Sequence[AtlasEntry] | None = None,
+           page_width: bool = False) -> list[Path]:
     """Draw the atlas figure from a :func:`build_table` table; returns the written files.
 
     ``entries`` supply line styles by label (default: the styles of ``DEFAULT_ENTRIES``, others cycle).
+    ``page_width``: drawn for a page column (the report's ~1150 px): 11 inches wide, larger type, the legend
+    under the panels, so that its labels stay readable when the page scales the image down (the default
+    16-inch figure with the legend beside it shrinks its text to ~9 px there).
     """
     import matplotlib
 
@@ -265,9 +269,14 @@ def render(table: pd.DataFrame, out_dir: str | Path, stem: str = "atlas",
     rc = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10.5, "legend.fontsize": 9.5,
           "xtick.labelsize": 9, "ytick.labelsize": 9, "axes.spines.top": False, "axes.spines.right": False,
           "svg.fonttype": "none", "font.family": "DejaVu Sans", "mathtext.fontset": "dejavusans"}
+    if page_width:
+        rc.update({"font.size": 11, "axes.titlesize": 11.5, "axes.labelsize": 11, "legend.fontsize": 11,
+                   "xtick.labelsize": 10, "ytick.labelsize": 10})
+    width, height = (11.0, 4.9) if page_width else (16.0, 4.4)
     with plt.rc_context(rc):
-        fig, axes = plt.subplots(len(groups), 3, figsize=(16, 4.4 * len(groups)), squeeze=False,
-                                 gridspec_kw={"wspace": 0.3, "hspace": 0.45})
+        fig, axes = plt.subplots(len(groups), 3, figsize=(width, height * len(groups)), squeeze=False,
+                                 gridspec_kw={"wspace": 0.42 if page_width else 0.3,
+                                              "hspace": 0.75 if page_width else 0.45})
         for row, group in enumerate(groups):
             sub = table[table["group"] == group]
             labels = list(dict.fromkeys(sub["label"]))
@@ -288,7 +297,7 @@ def render(table: pd.DataFrame, out_dir: str | Path, stem: str = "atlas",
                                  linestyle="none")
                 ax_scale.plot(p, total, **st)
                 handles.append(h)
-            _annotate_shared(ax_sign, balances, p)
+            _annotate_shared(ax_sign, balances, p, width=30 if page_width else 44)
 
             ax_sign.axhline(0.0, color="#BBBBBB", linewidth=0.8, zorder=0)
             ax_sign.set_ylim(-1.1, 1.1)
@@ -305,15 +314,23 @@ def render(table: pd.DataFrame, out_dir: str | Path, stem: str = "atlas",
                 ax.grid(True, color="#EEEEEE", linewidth=0.8)
                 ax.set_axisbelow(True)
             title = GROUP_TITLES.get(group, group)
-            ax_sign.set_title(f"Sign  ·  {title}", loc="left", fontweight="bold")
-            ax_diff.set_title("Difficulty: where the mass peaks (●)", loc="left", fontweight="bold")
-            ax_scale.set_title("Scale: total gradient mass", loc="left", fontweight="bold")
-            ax_scale.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.04, 1.0), frameon=False,
-                            handlelength=3.4, borderaxespad=0.0, labelspacing=0.55)
-        fig.subplots_adjust(top=1 - 0.75 / fig.get_figheight())
+            if page_width:  # short titles over narrow panels (the report names the group)
+                ax_sign.set_title("Sign", loc="left", fontweight="bold")
+                ax_diff.set_title("Difficulty: peak (●)", loc="left", fontweight="bold")
+                ax_scale.set_title("Scale: total mass", loc="left", fontweight="bold")
+                ax_diff.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+                               ncol=min(3, len(handles)), handlelength=2.6, columnspacing=1.6)
+            else:
+                ax_sign.set_title(f"Sign  ·  {title}", loc="left", fontweight="bold")
+                ax_diff.set_title("Difficulty: where the mass peaks (●)", loc="left", fontweight="bold")
+                ax_scale.set_title("Scale: total gradient mass", loc="left", fontweight="bold")
+                ax_scale.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.04, 1.0), frameon=False,
+                                handlelength=3.4, borderaxespad=0.0, labelspacing=0.55)
+        fig.subplots_adjust(top=1 - (1.15 if page_width else 0.75) / fig.get_figheight())
         fig.suptitle(
             "Gradient-mass atlas: exact expected positive ($m_S$) and negative ($m_F$) gradient mass "
-            f"per group of G = {group_size} rollouts, over c ~ Binomial(G, p) successes",
+            + ("\n" if page_width else "")
+            + f"per group of G = {group_size} rollouts, over c ~ Binomial(G, p) successes",
             x=0.07, ha="left", y=1 - 0.2 / fig.get_figheight(), fontsize=12.5, fontweight="bold",
         )
         paths = []
@@ -325,8 +342,9 @@ def render(table: pd.DataFrame, out_dir: str | Path, stem: str = "atlas",
     return paths
 
 
-def _annotate_shared(ax: Any, curves: dict[str, np.ndarray], p: np.ndarray) -> None:
-    """Write the labels of coinciding sign curves next to the curve they share (they hide each other)."""
+def _annotate_shared(ax: Any, curves: dict[str, np.ndarray], p: np.ndarray, width: int = 44) -> None:
+    """Write the labels of coinciding sign curves next to the curve they share (they hide each other),
+    wrapped at ``width`` characters."""
     for members in _shared_curves(curves):
         y = curves[members[0]]
         finite = np.flatnonzero(np.isfinite(y))
@@ -335,7 +353,7 @@ def _annotate_shared(ax: Any, curves: dict[str, np.ndarray], p: np.ndarray) -> N
         i = int(finite[finite.size // 20])
         y0 = float(y[i])
         above = y0 < 0.85
-        text = textwrap.fill(", ".join(_short(m) for m in members), width=44)
+        text = textwrap.fill(", ".join(_short(m) for m in members), width=width)
         ax.annotate(
             f"coincide: {text}" if len(members) > 2 else text.replace(", ", " = "),
             xy=(max(p[i], 0.03), y0), xytext=(0, 4 if above else -4), textcoords="offset points",

@@ -399,7 +399,7 @@ def draw_atlas(arms: Sequence[tuple[str, str, Mapping[str, Any]]], group_size: i
     if not entries:
         return None
     tab = atlas.build_table(entries, group_size, atlas.default_grid(101))
-    paths = atlas.render(tab, out_dir, stem="atlas", formats=formats, entries=entries)
+    paths = atlas.render(tab, out_dir, stem="atlas", formats=formats, entries=entries, page_width=True)
     return {p.suffix.lstrip("."): p for p in paths}
 
 

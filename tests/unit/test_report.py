@@ -216,3 +216,16 @@ def test_sign_balance_caption_says_zero_is_measured(tmp_path):
     assert "Sign balance 0 at every step (measured, not missing) for fade, grpo" in page
     plain = render(PageContent(title="t", headline=pd.DataFrame(), figures={"mass": {"svg": svg}}))
     assert "measured, not missing" not in plain
+
+
+def test_report_atlas_is_drawn_for_the_page_width(tmp_path):
+    """The page shows figures at most ~1150 px wide: the report's atlas is drawn ~11 inches wide (legend under
+    the panels), not 16 inches plus a side legend, whose labels shrank to ~9 px on the page."""
+    from PIL import Image
+
+    from fade_core.report.figures import draw_atlas
+
+    drawn = draw_atlas([("fade", "fade", {}), ("grpo", "grpo", {}), ("power2", "power", {"alpha": 2})], 16,
+                       tmp_path, ["png"])
+    width, _height = Image.open(drawn["png"]).size
+    assert width <= 2300, width  # 200 dpi: about 11.5 inches at most
