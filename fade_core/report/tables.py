@@ -35,6 +35,10 @@ from fade_core.report.intervals import (
 from fade_core.stats import holm
 
 NA = "n/a"
+BASE = "base"
+"""The untrained base model's method label (fade_core.aggregate's base run)."""
+UNIFORM = "uniform"
+"""The uniform sampler's label: exact pass@k, no samples (fade_core.aggregate)."""
 
 
 # ------------------------------------------------------------------------------------------ formats
@@ -125,14 +129,16 @@ def fmt_seeds(values: Sequence[float] | None) -> str:
 def headline_table(con_or_long: duckdb.DuckDBPyConnection | pd.DataFrame) -> pd.DataFrame:
     """The headline, one row per benchmark and method, a column per k: "mean [low, high]" in %, then each
     seed's value when there are several (two-seed intervals are too wide to read alone), "†" where some
-    problem had fewer than flag_n_per_k * k samples. A column flagged in every row carries the mark in its
-    header instead (``pass@32 (%) †``): marking every cell says nothing a cell could differ in."""
+    problem had fewer than flag_n_per_k * k samples. A column flagged in every sampled row (the uniform
+    sampler's exact row aside) carries the mark in its header instead (``pass@32 (%) †``): marking every
+    cell says nothing a cell could differ in."""
     long = con_or_long if isinstance(con_or_long, pd.DataFrame) else headline_intervals(con_or_long)
     if long.empty:
         return pd.DataFrame()
     long = long.copy()
     per_seed = long["per_seed"] if "per_seed" in long else [None] * len(long)
-    all_few = {int(k) for k, g in long.groupby("k") if bool(g.too_few_samples.all())}
+    sampled = long[long.method != UNIFORM]  # the uniform sampler's pass@k is exact: it has no sample count
+    all_few = {int(k) for k, g in sampled.groupby("k") if bool(g.too_few_samples.all())}
     long["cell"] = [fmt_ci(Interval(m, lo, hi, over)) + (f"; {fmt_seeds(v)}" if fmt_seeds(v) else "")
                     + (" †" if few and int(k) not in all_few else "")
                     for m, lo, hi, over, few, k, v in zip(long["mean"], long.ci_low, long.ci_high, long.ci_over,
@@ -184,8 +190,6 @@ def comparisons(con: duckdb.DuckDBPyConnection, ks: Sequence[int] | None = None)
     return df
 
 
-BASE = "base"
-"""The untrained base model's method label (fade_core.aggregate's base run)."""
 
 
 def key_comparisons(pairs: pd.DataFrame, untrained: Sequence[str], fade_vs: Sequence[tuple[str, str, str]] = ()

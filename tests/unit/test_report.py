@@ -61,7 +61,8 @@ def test_too_few_samples_mark_goes_on_the_cells_that_have_it_or_on_a_column_that
                     ci_low=0.4, ci_high=0.6, ci_over="seeds + problems", too_few_samples=few, per_seed=seeds)
 
     long = pd.DataFrame([row("a", 1, False, [0.4, 0.6]), row("a", 8, True, [0.4, 0.6]), row("a", 16, True, [0.4, 0.6]),
-                         row("c", 1, False, [0.5]), row("c", 8, False, [0.5]), row("c", 16, True, [0.5])])
+                         row("c", 1, False, [0.5]), row("c", 8, False, [0.5]), row("c", 16, True, [0.5]),
+                         row("uniform", 16, False, [0.5])])  # exact: never flagged, and not counted
     head = rep.headline_table(long).set_index("method")
     assert list(head.columns[-3:]) == ["pass@1 (%)", "pass@8 (%)", "pass@16 (%) †"]
     assert head.loc["a", "pass@8 (%)"] == "50.0 [40.0, 60.0]; seeds 40.0 / 60.0 †"  # only the flagged cell
