@@ -79,15 +79,25 @@ def check_arm(train: pd.DataFrame, label: str, method: str, params: Mapping[str,
         stuck = [runs[rid] for rid in bad]
         at = sorted({r["bound"] for r in stuck})
         lowest = min(r["delta_min"] for r in stuck)
+        share = min(r["at_bound"] for r in stuck)
+        fixed = share >= 1.0 and lowest >= 1.0 - 1e-9
         verdict = (f"FADE's schedule did NOT engage in {len(bad)} of {len(runs)} runs of arm {label}: in those runs "
-                   f"alpha sat at {' or '.join(f'{b:g}' for b in at)} in most steps and delta never fell below "
-                   f"{lowest:.3f}. There the arm trained as a nearly fixed weighting (about Power(alpha="
-                   f"{at[-1]:g}) with delta ~ {lowest:.2f}), not an adaptive schedule: its numbers are no evidence "
-                   "about FADE's adaptation.")
+                   f"alpha sat at {' or '.join(f'{b:g}' for b in at)} in at least {share:.0%} of steps and delta "
+                   f"never fell below {lowest:.3f}. "
+                   + (f"The arm trained as Power(alpha={at[-1]:g}), a fixed weighting" if fixed else
+                      f"The arm trained as a nearly fixed weighting (about Power(alpha={at[-1]:g}), delta ~ "
+                      f"{lowest:.2f})")
+                   + ", not an adaptive schedule: its numbers are no evidence about FADE's adaptation.")
         p_max = [r["p_hat_max"] for r in stuck if r["p_hat_max"] is not None]
         if p_max and max(p_max) <= p_hat_for_alpha(alpha_max):
             verdict += (f" alpha leaves {alpha_max:g} only when a batch's pass rate p_hat exceeds "
                         f"{p_hat_for_alpha(alpha_max):.3f}; these runs' highest was {max(p_max):.3f}.")
+        targets = train[train.run_id.isin(bad)].groupby("run_id").h_target.last() if "h_target" in train else None
+        h_min = [r["h_hat_min"] for r in stuck if r["h_hat_min"] is not None]
+        if targets is not None and len(targets.dropna()) and h_min and min(h_min) >= float(targets.max()):
+            verdict += (f" delta falls below 1 only when the entropy H_hat drops under H_target (here "
+                        f"{float(targets.min()):.3f}-{float(targets.max()):.3f} nats); these runs' lowest was "
+                        f"{min(h_min):.3f}.")
     detail = f"Check: {claim.statement} Measured: {claim.measurement}"
     return ScheduleCheck(label, claim.verdict == PASSES, verdict, pd.DataFrame(rows), detail)
 

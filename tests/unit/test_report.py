@@ -174,7 +174,9 @@ def test_schedule_check_says_when_fade_did_not_engage():
     checks = {c.label: c for c in schedule_checks(con, {"fade": ("fade", {}), "fade2": ("fade", {})})}
     assert checks["fade"].engaged is False and checks["fade2"].engaged is True
     assert "did NOT engage in 2 of 2 runs of arm fade" in checks["fade"].verdict
-    assert "Power(alpha=3)" in checks["fade"].verdict and "highest was 0.140" in checks["fade"].verdict
+    assert "trained as Power(alpha=3), a fixed weighting" in checks["fade"].verdict
+    assert "highest was 0.140" in checks["fade"].verdict  # why alpha did not move
+    assert "under H_target (here 0.600-0.600 nats); these runs' lowest was 1.100" in checks["fade"].verdict
     assert "engaged in all 1 runs of arm fade2" in checks["fade2"].verdict
     assert list(checks["fade"].runs["schedule engaged"]) == ["NO", "NO"]
     none = schedule_checks(_schedule_db([dict(run_id="f", method="fade", seed=0, step=1)]), {"fade": ("fade", {})})
