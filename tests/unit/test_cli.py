@@ -211,9 +211,10 @@ def test_config_errors_are_one_line_and_suggest_the_nearest_key(tmp_path):
     assert line.startswith("fade params: invalid configuration: ") and "train.lr: " in line, line
     assert "train.methd: unknown key (did you mean train.method?)" in line, line
     assert "pipeline.arms.fade.parms: unknown key (did you mean pipeline.arms.fade.params?)" in line, line
-    from fade_core.config import nearest_key
+    from fade_core.config import Config
+    from fade_core.config_keys import nearest_key
 
-    assert nearest_key("zzzzz.qqq") is None and nearest_key("eval.n_sample") == "eval.n_samples"
+    assert nearest_key("zzzzz.qqq", Config) is None and nearest_key("eval.n_sample", Config) == "eval.n_samples"
 
 
 def test_unknown_commands_and_missing_verify_files_answer_in_one_line(tmp_path):
