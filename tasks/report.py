@@ -114,13 +114,13 @@ def prefect_links() -> tuple[list[tuple[str, str]], list[str]]:
     if root and str(root) != str(run_id):
         root_url = url.replace(str(run_id), str(root)) if url else None
         links.append((f"Prefect flow run (the whole pipeline){tail}", root_url or f"flow run id {root}"))
-    if gone:
-        notes.append(gone)
         started = _flow_run_start(str(root))
         if started is not None:
             seconds = (datetime.now(UTC) - started).total_seconds()
             notes.append(f"The pipeline's flow run had been running {provenance.duration(seconds)} when this report "
                          "was built (its last stage).")
+    if gone:
+        notes.append(gone)
     return links, notes
 
 
