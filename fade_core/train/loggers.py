@@ -61,7 +61,8 @@ def examples_markdown(examples: list[Mapping[str, Any]], max_chars: int = 600) -
     """Example completions as Markdown (TensorBoard renders text summaries as Markdown)."""
     parts = []
     for ex in examples:
-        verdict = "passed" if ex.get("passed") else str(ex.get("status") or "failed")
+        # the trainer's examples carry the verifier's ``verdict`` (rewards.pick_examples), not a passed flag
+        verdict = str(ex.get("verdict") or ("passed" if ex.get("passed") else ex.get("status") or "failed"))
         head = f"**{ex.get('problem_id', '?')}**: reward {float(ex.get('reward', math.nan)):.3g}, {verdict}"
         body = str(ex.get("completion", ""))[:max_chars]
         parts.append(head + "\n\n    " + body.replace("\n", "\n    "))

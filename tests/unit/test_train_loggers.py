@@ -113,3 +113,13 @@ def test_examples_field_is_the_one_the_report_reads() -> None:
     assert loggers.EXAMPLES_FIELD == report_examples.EXAMPLES_FIELD
     md = loggers.examples_markdown(RECORD["examples"])
     assert md.startswith("**countdown/train/3**: reward 1, passed") and "    1+2" in md
+
+
+def test_examples_markdown_labels_each_example_by_the_trainers_verdict() -> None:
+    """The trainer's examples (rewards.pick_examples) carry a verdict and no passed flag: a passing one is
+    'passed', a failing one names its verdict (it read 'failed' for every example before)."""
+    md = loggers.examples_markdown([
+        {"problem_id": "a", "completion": "x", "reward": 1.0, "verdict": "passed"},
+        {"problem_id": "b", "completion": "y", "reward": 0.0, "verdict": "wrong_answer"},
+    ])
+    assert "**a**: reward 1, passed" in md and "**b**: reward 0, wrong_answer" in md
