@@ -104,7 +104,7 @@ def assert_shareable(text: str, images: list[str], *, seeds: str) -> None:
     arms = section(text, "Arms: what each compared configuration is", "Config keys that differ")
     assert "power" in arms and "alpha=2" in arms and "A = (1-rbar)^(alpha-1) (r - rbar)" in arms
     assert "Example completions" in text and re.search(r"evaluation rollouts at step", text)
-    examples = section(text, "Example completions", "Pairwise differences")
+    examples = section(text, "Example completions", "Statistics")
     assert "passed" in examples and "failed" in examples
     prov = section(text, "Provenance", "Params")
     for field in ("git commit", "command", "machine: cpus", "python", "packages", "torch "):
