@@ -104,8 +104,13 @@ def test_sampling_options_come_from_eval_rollout_model_and_compute() -> None:
     assert (opts.engine, opts.temperature, opts.top_p, opts.max_new_tokens, opts.seed, opts.prompts_per_batch,
             opts.dtype, opts.engine_opts, opts.workers) == ("hf", 0.7, 0.9, 12, 5, 3, "float32", {}, 4)
     assert plan.sampling_options(config.load(None, ["eval.max_new_tokens=20"])).max_new_tokens == 20
-    gpu = plan.sampling_options(config.load(None, ["rollout.engine=vllm", "rollout.tensor_parallel_size=2"]))
-    assert gpu.engine_opts == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5} and gpu.workers is None
+    gpu = plan.sampling_options(config.load(None, ["rollout.engine=vllm", "rollout.tensor_parallel_size=2",
+                                                   "rollout.vllm_dtype=bfloat16", "eval.seed=3"]))
+    assert gpu.engine_opts == {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.5, "dtype": "bfloat16",
+                               "max_model_len": None, "cpu_kvcache_gb": 2.0, "enforce_eager": None, "seed": 3}
+    assert gpu.workers is None
+    # vllm_dtype left null: the model's dtype
+    assert plan.engine_options(config.load(None, ["rollout.engine=vllm"]))["dtype"] == "float32"
 
 
 def test_a_hub_id_is_a_base_model_as_it_is() -> None:
