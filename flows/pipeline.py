@@ -118,8 +118,9 @@ def prepare_base(cfg: fconfig.Config, clock: StageClock) -> Path:
     clock.lap("prepare")
     if plan.needs_warmstart(cfg):
         if warmstart_is_current(cfg):
-            get_run_logger().info("warm start: %s is current (same inputs, checksums verify): not redone",
-                                  cfg.warmstart.out_dir)
+            msg = f"warm start: {cfg.warmstart.out_dir} is current (same inputs, checksums verify): not redone"
+            get_run_logger().info(msg)
+            progress.note(msg)
         else:
             ws_log = Path(cfg.warmstart.out_dir) / "warmstart.jsonl"
             with progress.watch("warm start", "steps", cfg.warmstart.steps, lambda: progress.jsonl_last_step(ws_log)):

@@ -79,6 +79,14 @@ def results_parts(results_dir: Path) -> int:
     return sum(1 for _ in (results_dir / "samples").rglob("step-*.parquet")) if results_dir.is_dir() else 0
 
 
+def note(text: str, *, stream=None) -> None:
+    """One line of fade's own progress that is not a count (a stage found current and not redone), on stderr
+    beside the progress lines: the terminal keeps only fade's lines, Prefect's INFO records go to the log file."""
+    out = stream if stream is not None else sys.stderr
+    out.write(f"fade run: {text}\n")
+    out.flush()
+
+
 @contextlib.contextmanager
 def watch(stage: str, unit: str, total: int, count: Callable[[], int], *, stream=None,
           interval: float | None = None) -> Iterator[None]:

@@ -26,6 +26,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from fade_core import config as fconfig
 from fade_core import models, plan
 from fade_core import runs as runs_lib
+from flows import progress as progress_lines
 from flows.options import ParamsOpt, SetOpt, config_or_params, fail, load_config
 from tasks import train as tasks
 
@@ -61,7 +62,19 @@ def train_runs(plans: Sequence[plan.RunPlan], *, problems_path: str | None = Non
         last = res.get("last_metrics") or runs_lib.last_record(Path(res["run_dir"]))  # a finished run resumed
         log.info("trained %s seed %d -> %s (final reward %.3f)", p.arm or p.config.train.method, p.seed,
                  res["run_dir"], last.get("reward_mean", float("nan")))
+    if cached:
+        reused = sum(1 for fut in futures if _state_name(fut) == "Cached")
+        progress_lines.note(f"train: {reused} of {len(plans)} runs found in the sweep's cache (same config, same code): "
+                            "not redone")
     return results
+
+
+def _state_name(future: Any) -> str:
+    """The final state's name of a finished task future ("Cached" when Prefect reused a result), "" when unknown."""
+    try:
+        return str(future.state.name)
+    except Exception:  # noqa: BLE001 - a count on the terminal must never fail a finished stage
+        return ""
 
 
 @flow(name="train", task_runner=ThreadPoolTaskRunner(max_workers=1))
