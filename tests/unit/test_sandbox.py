@@ -134,7 +134,11 @@ def test_stdio_pass_and_fail(sb):
     ],
 )
 def test_stdio_statuses(sb, code, status):
-    v = sb.run(code, [{"input": "", "output": "1"}], kind="stdio", limits=Limits(cpu_s=1, wall_s=2, mem_mb=256))
+    # the memory case gets time to spare so that only the ceiling can end it (first-touching 256 MiB took over
+    # a second of CPU on a fresh CI VM, and the program was stopped for time first)
+    roomy = status == "memory_limit"
+    lim = Limits(cpu_s=10 if roomy else 1, wall_s=20 if roomy else 2, mem_mb=256)
+    v = sb.run(code, [{"input": "", "output": "1"}], kind="stdio", limits=lim)
     assert not v.passed
     assert v.status == status, v
 
