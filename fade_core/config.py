@@ -158,6 +158,10 @@ class ModelConfig(Section):
         BUILTIN_TINY,
         description="'builtin:tiny', a local Hugging Face causal-LM folder, or a hub id (fetched only when the hub is reachable and HF_HUB_OFFLINE is unset).",
     )
+    source: str | None = Field(
+        None,
+        description="A GGUF file to import once as the HF folder model.name_or_path (`fade import-model`; `fade run` does it when the folder is not current): a path, or package:<dist>[==<version>]/<file> for one shipped in an installed Python distribution (docs/byo-model.md). null: name_or_path is used as it is.",
+    )
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
     attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field(
@@ -177,6 +181,13 @@ class ModelConfig(Section):
         default_factory=dict,
         description="Replace a shipped prompt template (countdown, math, code_stdio, code_call, humaneval) by a YAML file of the same layout.",
     )
+
+    @model_validator(mode="after")
+    def _source_needs_a_folder(self) -> ModelConfig:
+        if self.source is not None and self.name_or_path == BUILTIN_TINY:
+            raise ValueError(f"model.source is set, so model.name_or_path ({self.name_or_path!r}) must be the local "
+                             "folder the GGUF file is imported into (e.g. models/smollm2-135m-instruct)")
+        return self
 
     @field_validator("chat_template")
     @classmethod

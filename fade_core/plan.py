@@ -62,10 +62,13 @@ def base_model_path(cfg: Any) -> str:
                 f"the built-in base model {path}/ does not exist: run `fade warmstart` first "
                 "(or set train.base_checkpoint / model.name_or_path)"
             )
-    elif is_hub_id(cfg.model.name_or_path):
+    elif not getattr(cfg.model, "source", None) and is_hub_id(cfg.model.name_or_path):  # an import's folder is local
         return cfg.model.name_or_path
     else:
         path = Path(cfg.model.name_or_path)
+    if not (path / "config.json").exists() and getattr(cfg.model, "source", None):
+        raise FileNotFoundError(f"base model {path}: not imported yet from model.source {cfg.model.source} "
+                                "(run `fade import-model`)")
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"base model {path}: no config.json (not a Hugging Face model folder)")
     return str(path)

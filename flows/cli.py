@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "run": "Run the whole comparison (prepare, warmstart, train every arm x seed, evaluate, aggregate, report).",
     "params": "Validate and print the resolved parameters (or write them, with one line of help per key).",
     "atlas": "Write atlas.csv (every method's exact m_S(p), m_F(p)) and atlas.png / atlas.svg into --out.",
+    "import-model": "Import model.source (a GGUF file) once as the HF folder model.name_or_path, with its provenance.",
     "prepare": "Write data/problems/<benchmark>.parquet for each configured benchmark, and the data card.",
     "warmstart": "Pre-train the built-in tiny model on countdown (correct_fraction knob) -> warmstart.out_dir.",
     "train": "RL-train the base model with an advantage method; records metrics and checkpoints under runs/<run_id>/.",
@@ -62,6 +63,7 @@ def build_app() -> typer.Typer:
         aggregate,
         atlas,
         evaluate,
+        import_model,
         params,
         pipeline,
         prepare,
@@ -74,7 +76,7 @@ def build_app() -> typer.Typer:
     )
 
     full = new_app()
-    for module in (pipeline, params, atlas, prepare, warmstart, train, evaluate, aggregate, report, verify, sweep,
+    for module in (pipeline, params, atlas, import_model, prepare, warmstart, train, evaluate, aggregate, report, verify, sweep,
                    study):
         module.register(full)
     guard_commands(full)

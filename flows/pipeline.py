@@ -116,6 +116,16 @@ def prepare_base(cfg: fconfig.Config, clock: StageClock) -> Path:
 
     prepare(cfg.to_dict())
     clock.lap("prepare")
+    if cfg.model.source:
+        from fade_core.model_source import describe
+        from flows.import_model import import_model
+
+        progress.note(f"model: checking the import of {cfg.model.source} into {cfg.model.name_or_path}")
+        folder, record, written = import_model(cfg)
+        msg = f"model: {folder} {'imported' if written else 'is current: not redone'} ({describe(record)})"
+        get_run_logger().info(msg)
+        progress.note(msg)
+        clock.lap("import_model")
     if plan.needs_warmstart(cfg):
         if warmstart_is_current(cfg):
             msg = f"warm start: {cfg.warmstart.out_dir} is current (same inputs, checksums verify): not redone"
