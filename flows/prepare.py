@@ -2,7 +2,8 @@
 
 Reads the ``data`` section of the config (benchmarks, sources, countdown, livecodebench, aime_years,
 aime_year, taco, code_prelude, gold, on_bad_rows, decontaminate, decontamination_ngram/threshold,
-out_dir) and writes, under ``out_dir``:
+out_dir), and train.benchmark / eval.benchmarks (the two sides of the decontamination check), and writes,
+under ``out_dir``:
 
     problems/<benchmark>.parquet    one validated problem table per benchmark (gold_pass per row where
                                     reference solutions were run)
@@ -24,7 +25,7 @@ from prefect import flow
 
 from fade_core import config as fconfig
 from fade_core import data
-from fade_core.data import livecodebench
+from fade_core.data import decontamination, livecodebench
 from flows.options import ParamsOpt, SetOpt, load_config
 from tasks import prepare as tasks
 
@@ -76,8 +77,15 @@ def prepare(config: dict[str, Any] | None = None) -> dict[str, Any]:
         for b in d.benchmarks
     ]
     paths = {r["benchmark"]: r["path"] for r in results}
+    # the training side: TACO (a training set by design) and whatever this config trains on; the evaluation
+    # side: the held-out benchmarks and whatever this config evaluates, except a benchmark on the training side
+    # (its own train/test split is disjoint by construction)
+    training = list(dict.fromkeys([*decontamination.TRAINING_BENCHMARKS, cfg.train.benchmark]))
+    evaluation = [b for b in dict.fromkeys([*decontamination.EVALUATION_BENCHMARKS, *cfg.eval.benchmarks])
+                  if b not in training]
     dec = tasks.decontaminate(
-        paths, drop=d.decontaminate, n=d.decontamination_ngram, threshold=d.decontamination_threshold
+        paths, drop=d.decontaminate, n=d.decontamination_ngram, threshold=d.decontamination_threshold,
+        training=training, evaluation=evaluation,
     )
     card_md, card_json = tasks.write_card(results, dec, str(out))
     saved = fconfig.save(cfg, out / "config.yaml")

@@ -37,14 +37,19 @@ def prepare_benchmark(
 
 
 @task(name="decontaminate")
-def decontaminate(paths: dict[str, str], *, drop: bool, n: int, threshold: float) -> dict[str, Any]:
+def decontaminate(paths: dict[str, str], *, drop: bool, n: int, threshold: float,
+                  training: list[str] | None = None, evaluation: list[str] | None = None) -> dict[str, Any]:
     """Find training/evaluation duplicates among the written tables; with ``drop``, rewrite each
-    training table without its flagged problems. Returns the overlaps and the dropped ids."""
+    training table without its flagged problems. Returns the overlaps and the dropped ids.
+    ``training`` / ``evaluation``: the benchmarks on each side (default: decontamination's
+    TRAINING_BENCHMARKS / EVALUATION_BENCHMARKS); those not prepared are left out."""
     tables = {b: data.read_table(p) for b, p in paths.items()}
-    overlaps = decontamination.check_tables(tables, n=n, threshold=threshold)
+    training = [b for b in (training or decontamination.TRAINING_BENCHMARKS) if b in tables]
+    evaluation = [b for b in (evaluation or decontamination.EVALUATION_BENCHMARKS) if b in tables and b not in training]
+    overlaps = decontamination.check_tables(tables, training=training, evaluation=evaluation, n=n, threshold=threshold)
     dropped: dict[str, list[str]] = {}
     if drop and overlaps:
-        for b in decontamination.TRAINING_BENCHMARKS:
+        for b in training:
             if b in tables:
                 kept, ids = decontamination.drop_overlaps(tables[b], overlaps)
                 if ids:
@@ -57,8 +62,8 @@ def decontaminate(paths: dict[str, str], *, drop: bool, n: int, threshold: float
             "ngram": n,
             "threshold": threshold,
             "drop": drop,
-            "training": [b for b in decontamination.TRAINING_BENCHMARKS if b in tables],
-            "evaluation": [b for b in decontamination.EVALUATION_BENCHMARKS if b in tables],
+            "training": training,
+            "evaluation": evaluation,
         },
     }
 

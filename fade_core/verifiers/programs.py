@@ -3,7 +3,7 @@ against the row's tests.
 
 The program is the last fenced ```python block of the completion if it has one, else the raw text
 (:func:`extract_code`). HumanEval rows (tests of testtype "humaneval") run ``prompt + completion`` (or
-``prompt`` + the fenced block when the block itself defines the entry point) against the ``check``
+``prompt`` + the last fenced block that defines the entry point, when one does) against the ``check``
 program. TACO and LiveCodeBench programs run after their harness's imports
 (:mod:`fade_core.verifiers.preludes`). The output judge comes from the row's metadata
 (:func:`fade_core.sandbox.compare.judge_from_metadata`): a special-judge row with a ``checker``
@@ -29,16 +29,19 @@ from fade_core.verifiers.result import Score, failed, passed
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 
 
+def code_blocks(completion: str) -> list[str]:
+    """The completion's ```python (or ```py) fenced blocks in order; if it has none, its fenced blocks of
+    any language; an unclosed last fence runs to the end."""
+    blocks = _FENCE.findall(completion)
+    py = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+    return py or [body for _, body in blocks]
+
+
 def extract_code(completion: str) -> str:
     """The last ```python (or ```py) fenced block; else the last fenced block of any language; else
     the raw completion."""
-    blocks = _FENCE.findall(completion)
-    py = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
-    if py:
-        return py[-1]
-    if blocks:
-        return blocks[-1][1]
-    return completion
+    blocks = code_blocks(completion)
+    return blocks[-1] if blocks else completion
 
 
 # ---------------------------------------------------------------------------------------- checkers
@@ -103,11 +106,12 @@ def code_job(problem: Mapping[str, Any], completion: str, *, extract: bool = Tru
     judge, tol = compare.judge_from_metadata(md)
     prompt = str(fields.get(problem, "prompt") or "")
     if any(t.get("testtype") == "humaneval" for t in tests):
-        block = extract_code(completion) if extract and "```" in completion else None
-        if block is not None and fn_name and re.search(rf"^\s*def\s+{re.escape(fn_name)}\s*\(", block, re.M):
-            program = prompt + "\n" + block
-        else:
-            program = prompt + completion
+        # chat models answer with the function in a block and often a usage example in a later one: the
+        # program is the last block that defines the entry point (one program runs, so the choice gives the
+        # model no second try), else the completion as a continuation of the prompt
+        defining = [b for b in code_blocks(completion) if fn_name and re.search(
+            rf"^\s*def\s+{re.escape(fn_name)}\s*\(", b, re.M)] if extract and "```" in completion else []
+        program = prompt + "\n" + defining[-1] if defining else prompt + completion
         return Job(program, tests, "call", fn_name=fn_name, prompt=prompt, judge=judge, float_tol=tol)
     code = extract_code(completion) if extract else completion
     sb_kind = "stdio" if kind == "code_stdio" else "call"

