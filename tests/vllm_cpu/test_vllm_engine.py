@@ -52,7 +52,8 @@ def test_batch_contract_stops_and_seeds(tiny_engine) -> None:
     c = engine.generate(PROMPTS, 4, max_new_tokens=12, seed=6, stop=stops)
     assert torch.equal(a.completion_ids, b.completion_ids) and a.texts == b.texts
     assert not torch.equal(a.completion_ids, c.completion_ids) or a.completion_ids.shape != c.completion_ids.shape
-    assert engine.describe()["seeding"] in ("per-prompt", "per-call") and engine.describe()["device"] == "cpu"
+    # the CPU build refuses per-request seeds mid-call, so it seeds per call from the start
+    assert engine.describe()["seeding"] == "per-call" and engine.describe()["device"] == "cpu"
 
 
 def test_log_probs_follow_the_trainers_weights_after_sync(tiny_engine) -> None:
