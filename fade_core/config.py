@@ -158,15 +158,10 @@ class ModelConfig(Section):
         BUILTIN_TINY,
         description="'builtin:tiny', a local Hugging Face causal-LM folder, or a hub id (fetched only when the hub is reachable and HF_HUB_OFFLINE is unset).",
     )
-    source: str | None = Field(
-        None,
-        description="A GGUF file to import once as the HF folder model.name_or_path (`fade import-model`; `fade run` does it when the folder is not current): a path, or package:<dist>[==<version>]/<file> for one shipped in an installed Python distribution (docs/byo-model.md). null: name_or_path is used as it is.",
-    )
+    source: str | None = Field(None, description="A GGUF file to import once as the HF folder model.name_or_path (`fade import-model`; `fade run` does it when the folder is not current): a path, or package:<dist>[==<version>]/<file> for one shipped in an installed Python distribution (docs/byo-model.md). null: name_or_path is used as it is.")
     tiny: TinyModel = Field(default_factory=TinyModel, description="Shape of the built-in tiny model.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for training.")
-    attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field(
-        "auto", description="Attention kernel of a Hugging Face model (auto: what transformers picks)."
-    )
+    attn_implementation: Literal["auto", "eager", "sdpa", "flash_attention_2"] = Field("auto", description="Attention kernel of a Hugging Face model (auto: what transformers picks).")
     gradient_checkpointing: bool = Field(False, description="Recompute activations in the backward pass (less memory, ~30% more time).")
     trust_remote_code: bool = Field(False, description="Allow a model folder's own modelling code (only for models you trust).")
     chat_template: str = Field(
@@ -174,9 +169,7 @@ class ModelConfig(Section):
         min_length=1,
         description="auto: the tokenizer's chat template when it has one (else plain text); none: plain text; or a Jinja file that replaces the tokenizer's template (saved with checkpoints).",
     )
-    system_prompt: str | None = Field(
-        None, description="System message of chat prompts (null: the benchmark template's own; '': none)."
-    )
+    system_prompt: str | None = Field(None, description="System message of chat prompts (null: the benchmark template's own; '': none).")
     prompt_templates: dict[str, str] = Field(
         default_factory=dict,
         description="Replace a shipped prompt template (countdown, math, code_stdio, code_call, humaneval) by a YAML file of the same layout.",
