@@ -8,10 +8,10 @@ a sub-package of fade_core is listed as the sub-package's folder (``fade_core/ve
 Third-party packages are not listed (pin them in the environment, not in the DAG).
 
 Everything else in the files (data deps, params, outs, metrics, commands) is written by hand; this module
-only rewrites the ``deps`` entries under fade_core/, tasks/ and flows/::
+only rewrites the ``deps`` entries under fade_core/, tasks/ and flows/ (of every file in :data:`DVC_FILES`)::
 
     python -m flows.dvc_yaml --check   # exit 1 and name each stage whose listed code differs from its imports
-    python -m flows.dvc_yaml --write   # rewrite them (dvc.yaml and study/dvc.yaml)
+    python -m flows.dvc_yaml --write   # rewrite them (dvc.yaml, study/dvc.yaml, presets/dvc.yaml)
 
 The walk is static and conservative: an import anywhere in an imported module counts, even one only a
 command the stage does not run would execute (``fade study claims`` imports flows/study.py, which also
@@ -34,8 +34,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fade_core", "tasks", "flows")
 # the DVC files this module keeps current: path -> the prefix of a code path in it (study/ runs one level down)
-DVC_FILES = {"dvc.yaml": "", "study/dvc.yaml": "../"}
-_CMD = re.compile(r"(?:\bflows\.cli|\bfade|/run-stage\.sh\"?)\s+(\w+)")
+DVC_FILES = {"dvc.yaml": "", "study/dvc.yaml": "../", "presets/dvc.yaml": ""}  # presets/: its stages run at the root (wdir ..)
+_CMD = re.compile(r"(?:\bflows\.cli|\bfade|/run-stage\.sh\"?)\s+(\w[\w-]*)")
 
 
 def module_files(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, Path]:
@@ -117,11 +117,11 @@ def dep_paths(modules: Iterable[str], files: Mapping[str, Path], root: Path = RO
 
 def entry_module(cmd: str) -> str:
     """The flows module a stage's command runs: ``sh "$DVC_ROOT/infra/dvc/run-stage.sh" train --arm x`` (or
-    ``fade train ...``, ``python -m flows.cli train ...``) -> flows.train."""
+    ``fade train ...``, ``python -m flows.cli train ...``) -> flows.train; ``import-model`` -> flows.import_model."""
     match = _CMD.search(cmd)
     if match is None:
         raise ValueError(f"stage command {cmd!r} runs no `fade <stage>` subcommand")
-    return f"flows.{match.group(1)}"
+    return f"flows.{match.group(1).replace('-', '_')}"
 
 
 def is_code(dep: str, prefix: str) -> bool:

@@ -5,8 +5,8 @@ config.json, generation_config.json, model.safetensors, the tokenizer files with
 source.json (provenance: the source, the file's sha256, the package and version) and SHA256SUMS
 (fade_core.model_source.import_gguf). A folder that already holds this file's import at this dtype is kept.
 
-`fade import-model` runs it; `fade run` runs it before training when model.source is set; dvc.yaml's
-``import_model`` stage calls the command. No Prefect flow: it is one call into fade_core, and it needs no API.
+`fade import-model` runs it; `fade run` runs it before training when model.source is set; presets/dvc.yaml's
+``import_smollm2`` stage calls the command (the folder is that stage's DVC output). No Prefect flow: it is one call into fade_core, and it needs no API.
 """
 
 from __future__ import annotations

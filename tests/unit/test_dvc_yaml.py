@@ -21,6 +21,10 @@ def test_committed_dvc_files_list_what_each_stage_imports(rel: str) -> None:
     assert dvc_yaml.drift(yaml.safe_load(text)["stages"], prefix) == [], "run `python -m flows.dvc_yaml --write`"
     assert dvc_yaml.render(text, prefix) == text, f"{rel} is not as generated: run `python -m flows.dvc_yaml --write`"
     stages = yaml.safe_load(text)["stages"]
+    if rel == "presets/dvc.yaml":  # the import stage alone: see test_the_preset_import_stage_tracks_the_folder
+        assert dvc_yaml.entry_module(stages["import_smollm2"]["cmd"]) == "flows.import_model"
+        assert {"fade_core/model_source.py", "flows/import_model.py"} <= set(stages["import_smollm2"]["deps"])
+        return
     # the reward (verifiers, sandbox, countdown) and the prompt (evaluate.build_prompt) of the issue's report
     train = set(stages["train"]["do"]["deps"])
     assert {prefix + d for d in ("fade_core/verifiers", "fade_core/sandbox", "fade_core/countdown_task.py",
@@ -72,8 +76,25 @@ def test_the_walk_follows_deferred_relative_and_package_imports(tmp_path: Path) 
 def test_a_stage_command_names_its_flow_module() -> None:
     assert dvc_yaml.entry_module("fade train --arm ${key} --no-progress") == "flows.train"
     assert dvc_yaml.entry_module("python -m flows.cli study claims") == "flows.study"
+    assert dvc_yaml.entry_module('sh "$DVC_ROOT/infra/dvc/run-stage.sh" import-model --params p.yaml') == \
+        "flows.import_model"
     with pytest.raises(ValueError, match="no `fade <stage>`"):
         dvc_yaml.entry_module("echo hi")
+
+
+def test_the_preset_import_stage_tracks_the_folder_the_preset_loads() -> None:
+    """presets/dvc.yaml runs `fade import-model` on the preset at the repository root, depends on the preset's model
+    section and outputs exactly the folder the preset's stages load (model.name_or_path), which git ignores."""
+    from fade_core import config
+
+    stage = yaml.safe_load((ROOT / "presets" / "dvc.yaml").read_text())["stages"]["import_smollm2"]
+    preset = "presets/smollm2-code.yaml"
+    cfg = config.load(ROOT / preset)
+    assert stage["wdir"] == ".." and stage["cmd"].endswith(f"import-model --params {preset}")
+    assert stage["params"] == [{preset: ["model"]}]
+    assert stage["outs"] == [cfg.model.name_or_path] and cfg.model.source
+    ignored = subprocess.run(["git", "check-ignore", "-q", cfg.model.name_or_path], cwd=ROOT)
+    assert ignored.returncode == 0, f"{cfg.model.name_or_path} must be gitignored (a DVC output, never committed)"
 
 
 def _fake(path: Path, word: str) -> Path:
