@@ -29,8 +29,8 @@ How it is used:
       same weights: same samples), but a prompt's samples depend on the batch it was drawn in. The trainer
       records the mode in the run's ``engine.json``.
     * ``sync_weights(model)`` copies the trainer's current parameters into the vLLM model (vLLM's own
-      ``reload_weights`` in its worker, which takes Hugging Face parameter names, casts to vLLM's dtype and
-      repacks for its kernels) and clears the
+      ``reload_weights`` in its worker, which takes Hugging Face parameter names and repacks for its kernels; the
+      tensors are cast to vLLM's dtype on the way in, one at a time) and clears the
       prefix cache, before every sampling round, so rollouts come from the policy being trained. vLLM's
       kernels (and a bfloat16 engine beside a float32 trainer) differ from the trainer's forward, so the
       trainer recomputes the "old" log-probs with one forward pass whenever this engine is used, and records
@@ -272,9 +272,19 @@ def _reload_weights(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> Non
     kernels, after which a plain ``model.load_weights`` fails); older vLLM only has ``load_weights``."""
     runner = worker.model_runner
     if hasattr(runner, "reload_weights"):
-        runner.reload_weights(weights_iterator=iter(weights), is_checkpoint_format=True)
+        runner.reload_weights(weights_iterator=_as_engine_dtype(weights, runner), is_checkpoint_format=True)
     else:
-        runner.model.load_weights(iter(weights))
+        runner.model.load_weights(_as_engine_dtype(weights, runner))
+
+
+def _as_engine_dtype(weights: list[tuple[str, torch.Tensor]], runner: Any) -> Any:
+    """``weights`` with every floating-point tensor cast to vLLM's model dtype, one tensor at a time as the loader
+    asks for it. vLLM would cast while copying anyway (the same rounding), but warns once per tensor that differs:
+    a float32 trainer pushing into a bfloat16 engine printed ~270 lines per push, every step and checkpoint."""
+    dtype = getattr(getattr(runner, "model_config", None), "dtype", None)
+    for name, tensor in weights:
+        cast = isinstance(dtype, torch.dtype) and tensor.is_floating_point() and tensor.dtype != dtype
+        yield name, (tensor.to(dtype) if cast else tensor)
 
 
 def _sampled_logprob(step: Any, token: int) -> float:

@@ -76,6 +76,36 @@ def test_log_probs_follow_the_trainers_weights_after_sync(tiny_engine) -> None:
     engine.sync_weights(model)
 
 
+def test_a_float32_trainer_pushes_into_a_bfloat16_engine_quietly(tiny_dir: Path) -> None:
+    """The preset's set-up (float32 trainer, bfloat16 engine): a push casts each tensor to the engine's dtype on the
+    way in, so vLLM logs no per-tensor dtype warning (it printed one per tensor, every push), and the engine then
+    samples the pushed weights: its log-probs follow the trainer's to bfloat16 precision, not the old weights'."""
+    import logging
+
+    model, tok = models.load(tiny_dir, dtype="float32")
+    engine = build_engine("vllm", model, tok, dtype="bfloat16", seed=0)
+    seen: list[str] = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    vllm_log = logging.getLogger("vllm")
+    vllm_log.addHandler(handler)
+    try:
+        old = {k: v.clone() for k, v in model.state_dict().items()}
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p, generator=torch.Generator().manual_seed(0)) * 0.2)
+        engine.sync_weights(model)
+    finally:
+        vllm_log.removeHandler(handler)
+    assert seen, "no vLLM log line seen during the push: the check would pass vacuously"
+    assert not [m for m in seen if "Attempted to load weight" in m], seen[:5]
+    after = engine.generate(PROMPTS, 4, max_new_tokens=10, seed=1)
+    stale = models.load(engine.path, dtype="float32")[0]
+    stale.load_state_dict(old)
+    assert _gap(model, tok, after).mean() < 0.2 * _gap(stale, tok, after).mean()
+    del engine
+
+
 def test_real_model_logprob_gap_is_small_in_float32(smollm2_dir: Path) -> None:
     """On the real SmolLM2-135M-Instruct in float32, vLLM's log-probs of its own samples match the trainer's
     forward to within 1e-3 nats on average (vLLM's CPU kernels are not the trainer's, so not exactly)."""
