@@ -7,6 +7,7 @@ folders' config.yaml. Output, under ``reports/<name>/``::
     index.html                  everything embedded (figures as base64 PNG, tables, provenance, params, data card)
     figures/<figure>.{png,svg}  one file per figure and format
     tables/headline.csv         final pass@k per benchmark, method and k: mean, 95 % CI, what the CI resamples
+    tables/headline.md          the page's headline table as Markdown, with its CI note (for a README or a paper)
     tables/comparisons.csv      every pair of methods: difference, 95 % CI, p, Holm-adjusted p
     report.json                 the figures drawn and those left out (with why)
 
@@ -137,6 +138,8 @@ def build_report(results: str | Path, out_dir: str | Path, inputs: ReportInputs 
             params_yaml=inputs.params_yaml, data_card=inputs.data_card, notes=inputs.notes,
         )
         head_csv = atomic_write_bytes(out / "tables" / "headline.csv", long.to_csv(index=False).encode())
+        head_md = f"{markdown_table(content.headline)}\n\n{content.ci_note}\n" if not content.headline.empty else ""
+        atomic_write_bytes(out / "tables" / "headline.md", head_md.encode())
         pairs_csv = atomic_write_bytes(out / "tables" / "comparisons.csv", pairs.to_csv(index=False).encode())
         html_path = atomic_write_bytes(out / "index.html", render(content).encode())
         atomic_write_bytes(out / "report.json", json.dumps(

@@ -114,6 +114,12 @@ def test_synthetic_aggregate_and_report(tmp_path):
     # two seeds: every headline cell has an interval over seeds and problems; the lead's steps have one too
     assert set(head.ci_over) == {"seeds + problems", "problems (untrained: no seed)"}
     assert (head.ci_low <= head["mean"]).all() and (head["mean"] <= head.ci_high).all()
+    md = (tmp_path / "reports" / "demo" / "tables" / "headline.md").read_text().splitlines()
+    assert md[0].startswith("| benchmark | method |") and "pass@10 (%)" in md[0] and len(md) == 2 + len(head) // 2 + 2
+    fade_row = next(line for line in md if "| fade |" in line)
+    f1 = head[(head.method == "fade") & (head.k == 1)].iloc[0]
+    assert f"{100 * f1['mean']:.1f} [{100 * f1.ci_low:.1f}, {100 * f1.ci_high:.1f}]" in fade_row
+    assert md[-1].startswith("95% bootstrap confidence intervals")
     assert "steps earlier [95% CI]" in page and "<h2 id='arms'>" in page and "alpha=2" in page
     for name in ("pass_at_k_vs_step", "frontier", "train_curves"):
         assert (results / "plots" / f"{name}.csv").exists()
