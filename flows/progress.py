@@ -47,20 +47,29 @@ def progress_line(stage: str, unit: str, done: int, total: int, start_done: int,
 
 
 def jsonl_last_step(path: Path) -> int:
-    """The ``step`` of the last complete line of a JSON-lines log (0: none yet)."""
+    """The ``step`` of the last complete line of a JSON-lines log (0: none yet). Read from the end in growing
+    windows: a real model's step record (with its example completions) is often longer than any fixed tail, and
+    a window that held no whole line made the count fall back to 0 mid-run."""
     try:
         with path.open("rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 4096))
-            lines = f.read().splitlines()
+            size = f.seek(0, 2)
+            window = 4096
+            while True:
+                start = max(0, size - window)
+                f.seek(start)
+                lines = f.read(size - start).splitlines()
+                if start > 0:
+                    lines = lines[1:]  # cut by the window: not a whole line
+                for raw in reversed(lines):
+                    try:
+                        return int(json.loads(raw)["step"])
+                    except (ValueError, KeyError, TypeError):
+                        continue
+                if start == 0:
+                    return 0
+                window *= 4
     except OSError:
         return 0
-    for raw in reversed(lines):
-        try:
-            return int(json.loads(raw)["step"])
-        except (ValueError, KeyError, TypeError):
-            continue
-    return 0
 
 
 def training_steps(runs_dirs: list[Path], steps: int) -> int:

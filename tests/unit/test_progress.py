@@ -26,6 +26,19 @@ def test_training_steps_are_read_from_each_runs_metrics(tmp_path):
     assert progress.jsonl_last_step(tmp_path / "missing.jsonl") == 0
 
 
+def test_the_last_step_is_found_behind_lines_longer_than_any_tail(tmp_path):
+    """A real model's step records carry example completions: lines of tens of KiB. The count must not fall
+    back to 0 when the last whole line does not fit a fixed tail (it did, mid-run, with SmolLM2)."""
+    path = tmp_path / "metrics.jsonl"
+    long = [json.dumps({"step": s, "examples": [{"completion": "x" * 30_000, "step": 99}]}) for s in (1, 2)]
+    path.write_text("\n".join(long) + "\n" + '{"step": 3, "examples": [{"completion": "' + "y" * 9000)  # torn
+    assert progress.jsonl_last_step(path) == 2
+    path.write_text(long[0] + "\n")
+    assert progress.jsonl_last_step(path) == 1
+    path.write_text('{"step": 1, "examples": [{"step": 7}')  # only a torn first line: nothing whole yet
+    assert progress.jsonl_last_step(path) == 0
+
+
 def test_watch_prints_a_line_every_interval_when_not_a_terminal():
     out = io.StringIO()
     ticks = iter(range(100))
