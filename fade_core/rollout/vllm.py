@@ -35,6 +35,9 @@ How it is used:
       kernels (and a bfloat16 engine beside a float32 trainer) differ from the trainer's forward, so the
       trainer recomputes the "old" log-probs with one forward pass whenever this engine is used, and records
       the gap per step (``engine_lp_gap_mean``, ``engine_lp_gap_max``, ``engine_ratio_mean``).
+    * vLLM warns once per tensor whose checkpoint dtype differs from the engine's; for the cast the engine was asked
+      for (a float32 checkpoint into ``rollout.vllm_dtype: bfloat16``) that is ~270 lines per engine start, so
+      :class:`RequestedCastFilter` drops exactly those (other mismatches still warn).
     * On the CPU: the KV cache is ``cpu_kvcache_gb`` GiB (``kv_cache_memory_bytes``), CUDA graphs are off
       (``enforce_eager``), and float32 is very slow in vLLM's CPU kernels (measured: ~3 tokens/s against
       ~950 in bfloat16 on the 135M SmolLM2, 2 cores): ``rollout.vllm_dtype: bfloat16`` is the fast choice.
@@ -153,6 +156,7 @@ class VLLMEngine:
         else:
             extra.update(tensor_parallel_size=tensor_parallel_size, gpu_memory_utilization=gpu_memory_utilization)
         eager = self.cpu if enforce_eager is None else bool(enforce_eager)
+        quiet_requested_casts(dtype)
         try:
             self.llm = vllm.LLM(
                 **extra, model=self.path, tokenizer=self.path, dtype=dtype, max_model_len=max_model_len,
@@ -264,6 +268,41 @@ class VLLMEngine:
         with torch.random.fork_rng(devices=[]):  # the caller's global generator is left as it was
             torch.manual_seed(seeds[0])
             return self.llm.generate(requests, params(False), use_tqdm=False)
+
+
+CAST_WARNING = "Attempted to load weight %s with dtype %s into parameter with dtype %s"
+"""vLLM's per-tensor warning when a checkpoint tensor's dtype differs from its parameter's (vllm.model_executor.models.utils)."""
+
+
+class RequestedCastFilter(logging.Filter):
+    """Drops vLLM's :data:`CAST_WARNING` for a cast into the dtype the engine was asked for (``rollout.vllm_dtype``):
+    a float32 checkpoint loaded into a bfloat16 engine printed it once per tensor (~270 lines for SmolLM2) every
+    time an engine started. Any other dtype mismatch still warns. ``dropped`` counts what it dropped."""
+
+    def __init__(self, dtype: str) -> None:
+        super().__init__()
+        self.dtype = f"torch.{dtype}"
+        self.dropped = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == CAST_WARNING and isinstance(record.args, tuple) and record.args \
+                and str(record.args[-1]) == self.dtype:
+            self.dropped += 1
+            return False
+        return True
+
+
+def quiet_requested_casts(dtype: str | None) -> RequestedCastFilter | None:
+    """Install (once per dtype) a :class:`RequestedCastFilter` on the vLLM logger that warns per tensor."""
+    if not dtype or dtype == "auto":
+        return None
+    logger = logging.getLogger("vllm.model_executor.models.utils")
+    for f in logger.filters:
+        if isinstance(f, RequestedCastFilter) and f.dtype == f"torch.{dtype}":
+            return f
+    f = RequestedCastFilter(dtype)
+    logger.addFilter(f)
+    return f
 
 
 def _reload_weights(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:

@@ -77,28 +77,39 @@ def test_log_probs_follow_the_trainers_weights_after_sync(tiny_engine) -> None:
 
 
 def test_a_float32_trainer_pushes_into_a_bfloat16_engine_quietly(tiny_dir: Path) -> None:
-    """The preset's set-up (float32 trainer, bfloat16 engine): a push casts each tensor to the engine's dtype on the
-    way in, so vLLM logs no per-tensor dtype warning (it printed one per tensor, every push), and the engine then
-    samples the pushed weights: its log-probs follow the trainer's to bfloat16 precision, not the old weights'."""
+    """The preset's set-up (float32 trainer and checkpoint, bfloat16 engine): neither the engine's start (vLLM loads
+    the float32 checkpoint) nor a push (cast to the engine's dtype on the way in) logs vLLM's per-tensor dtype
+    warning (one line per tensor, every start and every push, before), while another mismatch still would; and the
+    engine then samples the pushed weights: its log-probs follow the trainer's to bfloat16 precision."""
     import logging
 
+    from fade_core.rollout.vllm import CAST_WARNING, RequestedCastFilter
+
     model, tok = models.load(tiny_dir, dtype="float32")
-    engine = build_engine("vllm", model, tok, dtype="bfloat16", seed=0)
+    # the warning's own logger (vLLM reconfigures its parent "vllm" when it starts, dropping handlers put there);
+    # a logger's filters run before its handlers, so the handler sees exactly what reaches the terminal
+    cast_log = logging.getLogger("vllm.model_executor.models.utils")
     seen: list[str] = []
     handler = logging.Handler(logging.DEBUG)
     handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
-    vllm_log = logging.getLogger("vllm")
-    vllm_log.addHandler(handler)
+    cast_log.addHandler(handler)
     try:
+        engine = build_engine("vllm", model, tok, dtype="bfloat16", seed=0)  # loads the float32 checkpoint
+        (quiet,) = [f for f in cast_log.filters if isinstance(f, RequestedCastFilter) and f.dtype == "torch.bfloat16"]
+        at_start = quiet.dropped
         old = {k: v.clone() for k, v in model.state_dict().items()}
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(torch.randn_like(p, generator=torch.Generator().manual_seed(0)) * 0.2)
         engine.sync_weights(model)
     finally:
-        vllm_log.removeHandler(handler)
-    assert seen, "no vLLM log line seen during the push: the check would pass vacuously"
+        cast_log.removeHandler(handler)
+    assert at_start > 0  # the start cast the checkpoint's tensors (those vLLM loads one to one), and they were dropped
+    assert quiet.dropped == at_start  # the push cast before vLLM saw the tensors: nothing even to drop
     assert not [m for m in seen if "Attempted to load weight" in m], seen[:5]
+    other = logging.LogRecord(cast_log.name, logging.WARNING, __file__, 0, CAST_WARNING,
+                              ("w", "torch.float16", "torch.float32"), None)
+    assert quiet.filter(other)  # a cast nobody asked for still warns
     after = engine.generate(PROMPTS, 4, max_new_tokens=10, seed=1)
     stale = models.load(engine.path, dtype="float32")[0]
     stale.load_state_dict(old)
