@@ -42,6 +42,8 @@ CONFIG_FILE = "config.yaml"
 PROMPT_FILE = "prompt.json"
 ENGINE_FILE = "engine.json"
 """The rollout engine a run sampled with (fade_core.rollout: name, and for vllm its version, device, seeding)."""
+CODE_FILE = "code.jsonl"
+"""The code each training session of a run ran (fade_core.code_version): one JSON line per start or resume."""
 METRICS_JSONL = "metrics.jsonl"
 METRICS_DB = "metrics.duckdb"
 METRICS_TABLE = "train_steps"
@@ -54,6 +56,39 @@ RUN_HASH_IGNORED = ("label", "runs_dir", "checkpoint_every", "rank1_every")
 NEW_KEYS_UNSET = ("problem_pool",)
 """train keys added after runs were made: left out of the hash while unset, so those runs keep their ids (and
 resume); a pool that is set changes the training problems, and so their digest, anyway."""
+
+
+# ============================================================================ code
+def record_code_version(run_dir: str | Path, state: tuple[str | None, bool | None, str | None], step: int) -> None:
+    """Append the git ``state`` (commit, uncommitted changes, branch: fade_core.code_version.git_state) of a
+    training session that starts at ``step`` (0, or the step it resumed from) to the run's code.jsonl."""
+    import json
+    from datetime import UTC, datetime
+
+    commit, dirty, branch = state
+    line = {"git_commit": commit, "git_dirty": dirty, "git_branch": branch, "from_step": int(step),
+            "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")}
+    with open(Path(run_dir) / CODE_FILE, "a") as f:
+        f.write(json.dumps(line) + "\n")
+
+
+def read_code_versions(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The run's code.jsonl records, oldest first ([] for a run made before fade recorded them); a torn last
+    line (a session killed while writing it) is skipped."""
+    import json
+
+    path = Path(run_dir) / CODE_FILE
+    if not path.is_file():
+        return []
+    out = []
+    for raw in path.read_text().splitlines():
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
 
 
 # ============================================================================ identity

@@ -15,6 +15,7 @@ from typing import Any
 from prefect import task
 
 from fade_core import report as rep
+from fade_core import runs as runs_lib
 from fade_core import study as study_lib
 from fade_core.config import Arm
 from fade_core.report import provenance
@@ -57,7 +58,8 @@ def build_report(
     links += saved_links(results_dir, runs_dir)
     inputs = rep.ReportInputs(title=title, params_yaml=params_yaml, data_card=card, formats=formats, runs_dir=runs_dir,
                               prompts=read_prompts(problem_paths or {}),
-                              provenance=provenance.collect(links=links, notes=notes),
+                              provenance=provenance.collect(links=links, notes=notes,
+                                                            runs=runs_lib.find_run_dirs(runs_dir) if runs_dir else ()),
                               tensorboard_dir=tensorboard_dir if tensorboard_dir and Path(tensorboard_dir).is_dir()
                               else None)
     claims = []

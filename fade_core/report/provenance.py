@@ -1,5 +1,6 @@
 """Provenance of a report: the code (git commit), the packages, the machine, the command line and how long
-the runs took, gathered where the report is built (the same process as `fade run` / `fade report`).
+the runs took, gathered where the report is built (the same process as `fade run` / `fade report`), and the
+commits the runs trained at (each run's code.jsonl), which can differ from the report's own.
 
 :func:`collect` reads the environment (git, /proc, importlib.metadata, torch's devices); :func:`wall_times`
 derives training time from the runs' step records (the sum of each step's ``time_step``, the wall time of
@@ -14,7 +15,6 @@ import os
 import platform
 import shlex
 import socket
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from fade_core.code_version import git_state
 
 PACKAGES = ("fade", "torch", "transformers", "numpy", "pandas", "duckdb", "pyarrow", "prefect", "prefect-dask",
             "dvc", "tensorboard", "math-verify", "vllm", "deepspeed", "wandb", "mlflow")
@@ -43,26 +45,9 @@ class Provenance:
     created: str = ""
     links: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def git_state(repo: str | Path) -> tuple[str | None, bool | None, str | None]:
-    """(commit, has uncommitted changes to tracked files, branch) of the git checkout holding ``repo``;
-    Nones outside a checkout (an installed wheel) or without git."""
-    repo = Path(repo)
-    commit = _git(repo, "rev-parse", "HEAD")
-    if commit is None:
-        return None, None, None
-    status = _git(repo, "status", "--porcelain", "--untracked-files=no")
-    branch = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
-    return commit, (bool(status) if status is not None else None), branch
+    trained_at: dict[str, int] = field(default_factory=dict)
+    """{commit (with " (uncommitted changes)" where tracked files differed): runs that trained at it}, from the
+    runs' code.jsonl (:func:`trained_at`); empty when no run recorded it."""
 
 
 def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str]:
@@ -127,16 +112,33 @@ def command_line(argv: Sequence[str]) -> str:
 
 
 def collect(repo: str | Path | None = None, argv: Sequence[str] | None = None,
-            links: Sequence[tuple[str, str]] = (), notes: Sequence[str] = ()) -> Provenance:
+            links: Sequence[tuple[str, str]] = (), notes: Sequence[str] = (),
+            runs: Sequence[str | Path] = ()) -> Provenance:
     """The provenance of this process: git state of ``repo`` (default: the checkout holding fade_core),
-    package versions, machine, the command line ``argv`` (default: sys.argv) and the time (UTC)."""
+    package versions, machine, the command line ``argv`` (default: sys.argv) and the time (UTC); with the run
+    folders ``runs``, the commits their training sessions recorded (:func:`trained_at`)."""
     repo = Path(repo) if repo is not None else Path(__file__).resolve().parents[2]
     commit, dirty, branch = git_state(repo)
     return Provenance(
         git_commit=commit, git_dirty=dirty, git_branch=branch, packages=package_versions(),
         python=platform.python_version(), machine=machine(), command=command_line(sys.argv if argv is None else argv),
         created=datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"), links=list(links), notes=list(notes),
+        trained_at=trained_at(runs),
     )
+
+
+def trained_at(run_dirs: Sequence[str | Path]) -> dict[str, int]:
+    """{commit label: number of runs} over the training sessions the runs in ``run_dirs`` recorded
+    (fade_core.runs.read_code_versions); a run resumed at another commit counts at each."""
+    from fade_core.runs import read_code_versions
+
+    counts: dict[str, int] = {}
+    for run in run_dirs:
+        labels = {f"{r.get('git_commit') or 'n/a (not a git checkout)'}"
+                  + (" (uncommitted changes)" if r.get("git_dirty") else "") for r in read_code_versions(run)}
+        for label in labels:
+            counts[label] = counts.get(label, 0) + 1
+    return counts
 
 
 def wall_times(curves: pd.DataFrame) -> pd.DataFrame:
@@ -180,6 +182,12 @@ def as_rows(p: Provenance, extra: Mapping[str, Any] | None = None) -> list[tuple
         rows.append(("git commit", f"{p.git_commit}{state}" + (f" on {p.git_branch}" if p.git_branch else "")))
     else:
         rows.append(("git commit", "n/a (not a git checkout)"))
+    if p.trained_at:
+        mine = (p.git_commit or "") + (" (uncommitted changes)" if p.git_dirty else "")
+        runs = "; ".join(f"{c} ({n} run{'s' if n != 1 else ''})" for c, n in sorted(p.trained_at.items()))
+        differs = set(p.trained_at) != {mine}
+        rows.append(("runs trained at", runs + (" (not the report's commit above: the code changed after training)"
+                                                if differs and p.git_commit else "")))
     rows.append(("command", p.command or "n/a"))
     rows.append(("report built", p.created))
     rows += [(f"machine: {k}", v) for k, v in p.machine.items()]

@@ -48,6 +48,7 @@ import torch
 
 from fade_core import advantages as adv_lib
 from fade_core import losses, models, plan
+from fade_core.code_version import git_state
 from fade_core.data.prompts import PromptStyle, build_prompt, generation_budget, prompt_record
 from fade_core.integrity import DamagedFile
 from fade_core.metrics import effective_rank, rank1_fraction
@@ -59,6 +60,7 @@ from fade_core.runs import (
     checkpoint_dir,
     load_verified,
     problems_digest,
+    record_code_version,
     resume_candidates,
     run_id,
     run_label,
@@ -525,6 +527,7 @@ class Trainer:
             fconfig.save(self.cfg, self.run_dir / "config.yaml")
             self._save_prompts()
             self._save_engine()
+            record_code_version(self.run_dir, git_state(), start)  # what code trained from here (the report names it)
         if start == 0 and self.tcfg.kl_target_validity is not None:
             self.base_validity = self._measure_base_validity()
             self.kl_coef = kl_coef_from_validity(self.tcfg.kl_target_validity, self.base_validity)

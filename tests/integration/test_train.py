@@ -147,6 +147,11 @@ def test_in_process_resume_is_exact(tmp_path: Path, base_model: Path) -> None:
     res = Trainer(cfg, base_model=str(base_model), run_dir=tmp_path / "cut").train()
     assert res.resumed_from == 2
     assert _records(tmp_path / "cut") == _records(full.run_dir)
+    from fade_core.code_version import git_state
+    from fade_core.runs import read_code_versions
+
+    sessions = read_code_versions(tmp_path / "cut")  # each session recorded the code it ran, and where it started
+    assert [s["from_step"] for s in sessions] == [0, 2] and {s["git_commit"] for s in sessions} == {git_state()[0]}
     a = load_file(str(full.run_dir / "checkpoints/step-6/model.safetensors"))
     b = load_file(str(tmp_path / "cut/checkpoints/step-6/model.safetensors"))
     assert all(torch.equal(a[k], b[k]) for k in a)

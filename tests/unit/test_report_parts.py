@@ -157,6 +157,29 @@ def test_provenance_names_commit_command_machine_and_packages(tmp_path: Path) ->
     assert rows["git commit"].startswith(head) and "uncommitted" in rows["git commit"]
     assert rows["training wall time"] == "1 min" and "torch " in rows["packages"]
     assert provenance.command_line(["/x/lib/pytest/__main__.py", "-q"]) == "python -m pytest -q"
+    assert "runs trained at" not in rows  # no run recorded its code: nothing claimed
+
+
+def test_provenance_names_the_commits_the_runs_trained_at(tmp_path: Path) -> None:
+    """A report built after more commits must still say what code trained its runs (each run's code.jsonl, one line
+    per training session): the SmolLM2 run's report named only the commit at report time."""
+    from fade_core import runs
+
+    a, b, old = tmp_path / "a", tmp_path / "b", tmp_path / "old"
+    for d in (a, b, old):
+        d.mkdir()
+    runs.record_code_version(a, ("c1", False, "main"), 0)
+    runs.record_code_version(b, ("c1", False, "main"), 0)
+    runs.record_code_version(b, ("c2", True, "main"), 4)  # resumed at step 4 from a changed checkout
+    with open(b / runs.CODE_FILE, "a") as f:
+        f.write('{"git_commit": "c3", "git_di')  # a session killed while writing its line
+    assert [r["from_step"] for r in runs.read_code_versions(b)] == [0, 4] and runs.read_code_versions(old) == []
+    assert provenance.trained_at([a, b, old]) == {"c1": 2, "c2 (uncommitted changes)": 1}
+    same = provenance.Provenance(git_commit="c1", git_dirty=False, trained_at={"c1": 2})
+    assert dict(provenance.as_rows(same))["runs trained at"] == "c1 (2 runs)"
+    later = provenance.Provenance(git_commit="c9", git_dirty=False, trained_at=provenance.trained_at([a, b]))
+    row = dict(provenance.as_rows(later))["runs trained at"]
+    assert row.startswith("c1 (2 runs); c2 (uncommitted changes) (1 run)") and "not the report's commit" in row
 
 
 def test_wall_times_sum_each_runs_step_times() -> None:
