@@ -36,7 +36,7 @@ How it is used:
       trainer recomputes the "old" log-probs with one forward pass whenever this engine is used, and records
       the gap per step (``engine_lp_gap_mean``, ``engine_lp_gap_max``, ``engine_ratio_mean``).
     * vLLM warns once per tensor whose checkpoint dtype differs from the engine's; for the cast the engine was asked
-      for (a float32 checkpoint into ``rollout.vllm_dtype: bfloat16``) that is ~270 lines per engine start, so
+      for (a float32 checkpoint into ``rollout.vllm_dtype: bfloat16``) that is ~120 lines per engine start for SmolLM2, so
       :class:`RequestedCastFilter` drops exactly those (other mismatches still warn).
     * On the CPU: the KV cache is ``cpu_kvcache_gb`` GiB (``kv_cache_memory_bytes``), CUDA graphs are off
       (``enforce_eager``), and float32 is very slow in vLLM's CPU kernels (measured: ~3 tokens/s against
@@ -276,7 +276,7 @@ CAST_WARNING = "Attempted to load weight %s with dtype %s into parameter with dt
 
 class RequestedCastFilter(logging.Filter):
     """Drops vLLM's :data:`CAST_WARNING` for a cast into the dtype the engine was asked for (``rollout.vllm_dtype``):
-    a float32 checkpoint loaded into a bfloat16 engine printed it once per tensor (~270 lines for SmolLM2) every
+    a float32 checkpoint loaded into a bfloat16 engine printed it once per tensor (122 lines for SmolLM2) every
     time an engine started. Any other dtype mismatch still warns. ``dropped`` counts what it dropped."""
 
     def __init__(self, dtype: str) -> None:
@@ -319,7 +319,7 @@ def _reload_weights(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> Non
 def _as_engine_dtype(weights: list[tuple[str, torch.Tensor]], runner: Any) -> Any:
     """``weights`` with every floating-point tensor cast to vLLM's model dtype, one tensor at a time as the loader
     asks for it. vLLM would cast while copying anyway (the same rounding), but warns once per tensor that differs:
-    a float32 trainer pushing into a bfloat16 engine printed ~270 lines per push, every step and checkpoint."""
+    a float32 trainer pushing into a bfloat16 engine printed ~120 lines (SmolLM2) per push, every step."""
     dtype = getattr(getattr(runner, "model_config", None), "dtype", None)
     for name, tensor in weights:
         cast = isinstance(dtype, torch.dtype) and tensor.is_floating_point() and tensor.dtype != dtype
