@@ -20,11 +20,10 @@ import yaml
 
 from fade_core import model_source
 from fade_core.integrity import sha256_file, verify_manifest
-from tests.integration.test_pipeline import BIN, ROOT, _env, _fresh_copy, _ran, _run
+from tests.integration.test_pipeline import BIN, _env, _fresh_copy, _ran, _run
 
 pytestmark = pytest.mark.slow
 
-PRESET = ROOT / "presets" / "smollm2-code.yaml"
 SLICE = [
     "rollout.engine=hf",  # the preset samples with vLLM's CPU build; this venv has none (tests/vllm_cpu cover vllm)
     "train.steps=1",
